@@ -1,0 +1,3 @@
+export default function OverviewPage() {
+  return <main>Keyward</main>;
+}

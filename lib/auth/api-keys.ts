@@ -1,0 +1,86 @@
+/**
+ * API keys for machines. A key looks like `kw_<id>_<secret>`; only SHA-256(key) is stored. Verification
+ * looks the row up by its public id and compares hashes in constant time; a revoked key fails at once
+ * (nothing is cached).
+ */
+import { createHash, randomBytes, timingSafeEqual } from "node:crypto";
+import { KeywardError } from "../errors";
+import { prisma } from "../db/client";
+import { query } from "../db/sql";
+import { parseOrThrow } from "../http/validate";
+import { createApiKeyRequest, type Scope } from "./schema";
+
+export type ApiKeyPrincipal = { kind: "apikey"; id: string; name: string; scopes: string[] };
+
+export type ApiKeyInfo = {
+  id: string;
+  name: string;
+  scopes: string[];
+  createdAt: Date;
+  lastUsedAt: Date | null;
+  revokedAt: Date | null;
+};
+
+const KEY_PATTERN = /^kw_([a-z0-9]{12})_([A-Za-z0-9_-]{43})$/;
+
+const sha256 = (text: string) => createHash("sha256").update(text).digest();
+
+/** Creates a key; the returned `key` is the only time it exists in clear. */
+export async function createApiKey(input: { name: string; scopes: Scope[] | string[] }): Promise<ApiKeyInfo & { key: string }> {
+  const { name, scopes } = parseOrThrow(createApiKeyRequest, input);
+  const id = randomBytes(9).toString("base64url").toLowerCase().replace(/[^a-z0-9]/g, "0").slice(0, 12);
+  const key = `kw_${id}_${randomBytes(32).toString("base64url")}`;
+  const existing = await prisma().apiKey.findUnique({ where: { name } });
+  if (existing) throw KeywardError.conflict("api_key_exists", `an API key named "${name}" already exists`);
+  const row = await prisma().apiKey.create({
+    data: { id, name, scopes: [...new Set(scopes)], keyHash: sha256(key).toString("hex") },
+  });
+  return { ...toInfo(row), key };
+}
+
+export async function listApiKeys(): Promise<ApiKeyInfo[]> {
+  const rows = await prisma().apiKey.findMany({ orderBy: { createdAt: "asc" } });
+  return rows.map(toInfo);
+}
+
+/** Revokes by id or name. Revoking twice is harmless; an unknown key is a 404. */
+export async function revokeApiKey(idOrName: string): Promise<ApiKeyInfo> {
+  const row = await prisma().apiKey.findFirst({ where: { OR: [{ id: idOrName }, { name: idOrName }] } });
+  if (!row) throw KeywardError.notFound("api_key_not_found", `no API key with id or name "${idOrName}"`);
+  if (row.revokedAt) return toInfo(row);
+  return toInfo(await prisma().apiKey.update({ where: { id: row.id }, data: { revokedAt: new Date() } }));
+}
+
+/**
+ * Verifies a presented key: one indexed read, which also stamps last_used_at at most once a minute
+ * (so the claim hot path does not write the key row on every request). Returns null if invalid.
+ */
+export async function verifyApiKey(presented: string): Promise<ApiKeyPrincipal | null> {
+  const m = KEY_PATTERN.exec(presented);
+  if (!m) return null;
+  const rows = await query<{ id: string; name: string; scopes: string[]; key_hash: string; revoked: boolean }>(
+    `WITH k AS (SELECT id, name, scopes, key_hash, revoked_at IS NOT NULL AS revoked FROM api_keys WHERE id = $1),
+     touched AS (UPDATE api_keys SET last_used_at = now()
+                 WHERE id = $1 AND key_hash = $2 AND revoked_at IS NULL
+                   AND (last_used_at IS NULL OR last_used_at < now() - interval '1 minute'))
+     SELECT * FROM k`,
+    [m[1], sha256(presented).toString("hex")],
+  );
+  const row = rows[0];
+  if (!row) return null;
+  const stored = Buffer.from(row.key_hash, "hex");
+  const given = sha256(presented);
+  if (stored.length !== given.length || !timingSafeEqual(stored, given) || row.revoked) return null;
+  return { kind: "apikey", id: row.id, name: row.name, scopes: row.scopes ?? [] };
+}
+
+function toInfo(row: { id: string; name: string; scopes: string[]; createdAt: Date; lastUsedAt: Date | null; revokedAt: Date | null }): ApiKeyInfo {
+  return {
+    id: row.id,
+    name: row.name,
+    scopes: row.scopes,
+    createdAt: row.createdAt,
+    lastUsedAt: row.lastUsedAt,
+    revokedAt: row.revokedAt,
+  };
+}

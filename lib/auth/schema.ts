@@ -1,0 +1,25 @@
+/** API-key scopes and request schemas, shared by routes, CLI and tests. */
+import { z } from "zod";
+
+export const SCOPES = ["claims:write", "claims:read", "deadletters:write", "read", "operator"] as const;
+export const scope = z.enum(SCOPES);
+export type Scope = z.infer<typeof scope>;
+
+export const apiKeyName = z
+  .string()
+  .regex(/^[A-Za-z0-9][A-Za-z0-9 ._-]{0,63}$/, "must be 1-64 letters, digits, space, '.', '_' or '-'");
+
+export const createApiKeyRequest = z.strictObject({
+  name: apiKeyName,
+  scopes: z.array(scope).min(1, "must name at least one scope"),
+});
+
+/** Scopes that also satisfy a required scope (a writer may read what it wrote). */
+export const IMPLIED_BY: Partial<Record<Scope, Scope[]>> = {
+  "claims:read": ["claims:write", "read", "operator"],
+  read: ["operator"],
+};
+
+export function hasScope(granted: readonly string[], required: Scope): boolean {
+  return granted.includes(required) || (IMPLIED_BY[required] ?? []).some((s) => granted.includes(s));
+}

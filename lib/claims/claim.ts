@@ -1,0 +1,115 @@
+/**
+ * Claiming events: one atomic statement, one database round trip per claim and per batch.
+ *
+ * The statement proposes a fresh key for each distinct event id (expiry = the database's now() + the
+ * source's TTL) and lets `ON CONFLICT DO UPDATE` resolve an existing key through
+ * keyward_merge_claim() (prisma/migrations/…_init): reclaim an expired key, take over a lapsed lease,
+ * count a duplicate, or leave it alone (in flight, payload mismatch). ON CONFLICT DO UPDATE locks the
+ * conflicting row even when a concurrent transaction committed it after our snapshot, so there is no
+ * read-then-write race and no retry loop. The audit row of every claim is inserted by the same
+ * statement: a claim and its audit row commit together or not at all.
+ */
+import { KeywardError } from "../errors";
+import { query, type Queryable } from "../db/sql";
+import { classifyClaims, dedupeBatch, type ClaimRow } from "./classify";
+import {
+  batchClaimRequest,
+  claimRequest,
+  type BatchClaimRequest,
+  type ClaimRequest,
+  type ClaimResult,
+} from "./schema";
+import { parseOrThrow } from "../http/validate";
+
+export const CLAIM_SQL = `
+WITH input AS MATERIALIZED (
+  SELECT i.event_id, i.event_type, i.payload_hash, i.repeats, gen_random_uuid() AS token
+  FROM unnest($2::text[], $3::text[], $4::text[], $5::int[]) AS i(event_id, event_type, payload_hash, repeats)
+),
+src AS (SELECT ttl_seconds FROM sources WHERE name = $1),
+upserted AS (
+  INSERT INTO dedup_keys AS k (source, event_id, event_type, payload_hash, status, claim_token, claim_kind,
+                               lease_expires_at, expires_at, duplicate_count, last_duplicate_at)
+  SELECT $1, i.event_id, i.event_type, i.payload_hash,
+         CASE WHEN $6::int IS NULL THEN 'done' ELSE 'processing' END,
+         i.token, 'claimed',
+         now() + make_interval(secs => $6::int),
+         now() + make_interval(secs => s.ttl_seconds),
+         i.repeats, CASE WHEN i.repeats > 0 THEN now() END
+  FROM input i CROSS JOIN src s
+  ORDER BY i.event_id
+  ON CONFLICT (source, event_id) DO UPDATE SET
+    (event_type, payload_hash, status, claim_token, claim_kind, lease_expires_at, received_at, expires_at,
+     duplicate_count, last_duplicate_at) =
+    (SELECT m.event_type, m.payload_hash, m.status, m.claim_token, m.claim_kind, m.lease_expires_at,
+            m.received_at, m.expires_at, m.duplicate_count, m.last_duplicate_at
+     FROM keyward_merge_claim(k, excluded) m)
+  RETURNING k.*
+),
+joined AS (
+  SELECT u.*, u.claim_token = i.token AS claimed_now FROM upserted u JOIN input i USING (event_id)
+),
+audited AS (
+  INSERT INTO audit_events (source, event_id, event_type, kind, actor, detail)
+  SELECT j.source, j.event_id, j.event_type, j.claim_kind, $7,
+         jsonb_strip_nulls(jsonb_build_object('expiresAt', j.expires_at, 'leaseExpiresAt', j.lease_expires_at,
+                                              'payloadHash', j.payload_hash))
+  FROM joined j WHERE j.claimed_now
+)
+SELECT event_id, status, claim_kind, claimed_now,
+       CASE WHEN claimed_now THEN claim_token END AS claim_token,
+       payload_hash, lease_expires_at, received_at, expires_at, duplicate_count
+FROM joined`;
+
+export type ClaimOptions = {
+  /** Who claims, recorded in the audit history (an API key's name, or "library"). */
+  actor?: string;
+  /** Run on this connection instead of the pool, e.g. inside the caller's own transaction. */
+  on?: Queryable;
+};
+
+async function runClaim(
+  source: string,
+  events: { eventId: string; eventType: string; payloadHash?: string }[],
+  leaseSeconds: number | undefined,
+  options: ClaimOptions,
+): Promise<ClaimResult[]> {
+  const distinct = dedupeBatch(events);
+  const rows = await query<ClaimRow>(
+    CLAIM_SQL,
+    [
+      source,
+      distinct.map((d) => d.first.eventId),
+      distinct.map((d) => d.first.eventType),
+      distinct.map((d) => d.first.payloadHash ?? null),
+      distinct.map((d) => d.repeats),
+      leaseSeconds ?? null,
+      options.actor ?? "library",
+    ],
+    options.on,
+  );
+  if (rows.length === 0) throw unknownSource(source);
+  return classifyClaims(source, events, rows);
+}
+
+export function unknownSource(source: string): KeywardError {
+  return KeywardError.unprocessable(
+    "unknown_source",
+    `unknown source "${source}": create it first with a deliberate TTL, e.g. ` +
+      `\`keyward source create ${source} --retry-window 3d --queue-lag 1d --clock-skew 5m --replay 3d\``,
+    { field: "source" },
+  );
+}
+
+/** Claims one event. Resolves with the outcome; throws KeywardError on bad input or unknown source. */
+export async function claimEvent(request: ClaimRequest, options: ClaimOptions = {}): Promise<ClaimResult> {
+  const r = parseOrThrow(claimRequest, request);
+  const [result] = await runClaim(r.source, [r], r.leaseSeconds, options);
+  return result;
+}
+
+/** Claims up to 1000 events of one source in one statement; results in input order. */
+export async function claimEvents(request: BatchClaimRequest, options: ClaimOptions = {}): Promise<ClaimResult[]> {
+  const r = parseOrThrow(batchClaimRequest, request);
+  return runClaim(r.source, r.events, r.leaseSeconds, options);
+}

@@ -1,0 +1,97 @@
+/** Zod schemas for the claim API, shared by the routes, the in-process library, the CLI and the tests. */
+import { z } from "zod";
+
+// eslint-disable-next-line no-control-regex
+const CONTROL_CHARS = /[\u0000-\u001f\u007f-\u009f]/;
+
+export const sourceName = z
+  .string()
+  .regex(/^[a-z0-9][a-z0-9_-]{0,63}$/, "must match ^[a-z0-9][a-z0-9_-]{0,63}$ (lowercase letters, digits, _ and -)");
+
+export const eventId = z
+  .string()
+  .min(1, "must not be empty")
+  .max(255, "must be at most 255 characters")
+  .refine((s) => !CONTROL_CHARS.test(s), "must not contain control characters");
+
+export const eventType = z.string().min(1, "must not be empty").max(128, "must be at most 128 characters");
+
+export const payloadHash = z
+  .string()
+  .regex(/^[0-9a-fA-F]{64}$/, "must be 64 hexadecimal characters (a SHA-256)")
+  .transform((s) => s.toLowerCase());
+
+export const leaseSeconds = z.number().int("must be a whole number of seconds").min(1).max(86400);
+
+export const claimToken = z.uuid("must be the claimToken returned by the claim");
+
+export const claimRequest = z.strictObject({
+  source: sourceName,
+  eventId,
+  eventType,
+  payloadHash: payloadHash.optional(),
+  leaseSeconds: leaseSeconds.optional(),
+});
+export type ClaimRequest = z.input<typeof claimRequest>;
+
+export const MAX_BATCH = 1000;
+
+export const batchEvent = z.strictObject({ eventId, eventType, payloadHash: payloadHash.optional() });
+
+export const batchClaimRequest = z.strictObject({
+  source: sourceName,
+  events: z.array(batchEvent).min(1, "must hold at least 1 event").max(MAX_BATCH, `must hold at most ${MAX_BATCH} events`),
+  leaseSeconds: leaseSeconds.optional(),
+});
+export type BatchClaimRequest = z.input<typeof batchClaimRequest>;
+
+export const completeRequest = z.strictObject({ source: sourceName, eventId, claimToken });
+export type CompleteRequest = z.input<typeof completeRequest>;
+
+export const releaseRequest = z.strictObject({ source: sourceName, eventId, claimToken: claimToken.optional() });
+export type ReleaseRequest = z.input<typeof releaseRequest>;
+
+export const claimKeyParams = z.strictObject({ source: sourceName, eventId });
+
+export type ClaimOutcome = "claimed" | "duplicate" | "in_flight" | "payload_mismatch";
+export type ClaimStatus = "done" | "processing";
+export type ClaimKind = "claimed" | "lease_takeover" | "reclaimed_after_expiry";
+
+/** What every claim answer carries (dates as ISO 8601 strings in JSON). */
+export type ClaimResult = {
+  outcome: ClaimOutcome;
+  source: string;
+  eventId: string;
+  status: ClaimStatus;
+  firstSeenAt: string;
+  expiresAt: string;
+  duplicateCount: number;
+  /** Only on `claimed`: how this claim came about. */
+  claimKind?: ClaimKind;
+  /** Only on `claimed`: the token that completes or releases this claim. */
+  claimToken?: string;
+  /** Only on `claimed` with a lease, and on `in_flight`. */
+  leaseExpiresAt?: string;
+};
+
+export type KeyState = {
+  state: "alive" | "expired" | "unknown";
+  source: string;
+  eventId: string;
+  eventType?: string;
+  status?: ClaimStatus;
+  firstSeenAt?: string;
+  expiresAt?: string;
+  secondsLeft?: number;
+  duplicateCount?: number;
+  lastDuplicateAt?: string | null;
+  leaseExpiresAt?: string | null;
+};
+
+/** HTTP status for each claim outcome. */
+export const OUTCOME_STATUS: Record<ClaimOutcome, number> = {
+  claimed: 201,
+  duplicate: 200,
+  in_flight: 409,
+  payload_mismatch: 409,
+};

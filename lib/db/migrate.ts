@@ -1,0 +1,136 @@
+/**
+ * Applies prisma/migrations to a PostgreSQL database exactly as `prisma migrate deploy` does (same
+ * `_prisma_migrations` bookkeeping, checksums, and "a failed migration blocks later ones"), using
+ * Prisma's schema engine compiled to WebAssembly over the pg driver adapter. The native engine that
+ * `prisma migrate` downloads is not needed, so this works offline and inside the embedded database.
+ */
+import { readFile, readdir } from "node:fs/promises";
+import { createRequire } from "node:module";
+import path from "node:path";
+import pg from "pg";
+import { PrismaPg } from "@prisma/adapter-pg";
+import { bindMigrationAwareSqlAdapterFactory } from "@prisma/driver-adapter-utils";
+
+const ROOT = path.resolve(__dirname, "../..");
+export const MIGRATIONS_DIR = path.join(ROOT, "prisma", "migrations");
+const SCHEMA_PATH = path.join(ROOT, "prisma", "schema.prisma");
+
+export class MigrationError extends Error {
+  constructor(message: string, readonly cause?: unknown) {
+    super(message);
+    this.name = "MigrationError";
+  }
+}
+
+type SchemaEngine = {
+  applyMigrations(input: unknown): Promise<{ appliedMigrationNames: string[] }>;
+  diagnoseMigrationHistory(input: unknown): Promise<{ failedMigrationNames: string[]; editedMigrationNames: string[] }>;
+  free(): void;
+};
+
+let engineModule: Promise<{ SchemaEngine: { new: (...args: unknown[]) => Promise<SchemaEngine> } }> | undefined;
+
+/** Loads the wasm engine by hand: importing the package fails on Node 20 (it imports the .wasm directly). */
+function loadEngineModule() {
+  engineModule ??= (async () => {
+    const require = createRequire(__filename);
+    const dir = path.dirname(require.resolve("@prisma/schema-engine-wasm"));
+    const bg = await import(path.join(dir, "schema_engine_bg.js"));
+    const bytes = await readFile(path.join(dir, "schema_engine_bg.wasm"));
+    // The engine arms timers it never clears (its connection pool's idle timer); unref them so a
+    // finished `keyward migrate` exits at once instead of lingering ~10 s.
+    const imports: Record<string, unknown> = { ...bg };
+    for (const name of Object.keys(bg).filter((n) => n.startsWith("__wbg_setTimeout"))) {
+      imports[name] = (...args: unknown[]) => {
+        const timer = bg[name](...args);
+        timer?.unref?.();
+        return timer;
+      };
+    }
+    const { instance } = await WebAssembly.instantiate(bytes, { "./schema_engine_bg.js": imports as WebAssembly.ModuleImports });
+    bg.__wbg_set_wasm(instance.exports);
+    (instance.exports as { __wbindgen_start: () => void }).__wbindgen_start();
+    return bg;
+  })();
+  return engineModule;
+}
+
+/**
+ * PrismaPg.executeScript splits a script on ";" and runs the pieces one by one outside a transaction,
+ * which breaks $$-quoted function bodies and leaves a failed migration half-applied. Sending the whole
+ * script as one simple-protocol query makes PostgreSQL run it as one implicit transaction.
+ */
+function wholeScriptAdapter(pool: pg.Pool): PrismaPg {
+  const factory = new PrismaPg(pool);
+  const connect = factory.connect.bind(factory);
+  factory.connect = async () => {
+    const adapter = await connect();
+    adapter.executeScript = async (script: string) => {
+      await pool.query(script);
+    };
+    return adapter;
+  };
+  return factory;
+}
+
+async function loadMigrationsList() {
+  const entries = (await readdir(MIGRATIONS_DIR, { withFileTypes: true }))
+    .filter((e) => e.isDirectory())
+    .map((e) => e.name)
+    .sort();
+  const migrationDirectories = await Promise.all(
+    entries.map(async (dir) => ({
+      path: dir,
+      migrationFile: {
+        path: "migration.sql",
+        content: { tag: "ok", value: await readFile(path.join(MIGRATIONS_DIR, dir, "migration.sql"), "utf8") },
+      },
+    })),
+  );
+  const lockPath = path.join(MIGRATIONS_DIR, "migration_lock.toml");
+  return {
+    baseDir: MIGRATIONS_DIR,
+    lockfile: { path: "migration_lock.toml", content: await readFile(lockPath, "utf8").catch(() => null) },
+    migrationDirectories,
+    shadowDbInitScript: "",
+  };
+}
+
+/** Applies every pending migration; returns the names applied. Throws MigrationError with a clear message. */
+export async function migrate(databaseUrl: string): Promise<string[]> {
+  const { SchemaEngine } = await loadEngineModule();
+  const pool = new pg.Pool({ connectionString: databaseUrl, max: 2 });
+  const logs: string[] = [];
+  let engine: SchemaEngine | undefined;
+  try {
+    const schemaText = await readFile(SCHEMA_PATH, "utf8");
+    engine = await SchemaEngine.new(
+      { datamodels: [[SCHEMA_PATH, schemaText]] },
+      (log: string) => logs.push(log),
+      bindMigrationAwareSqlAdapterFactory(wholeScriptAdapter(pool)),
+    );
+    const migrationsList = await loadMigrationsList();
+    const filters = { externalTables: [], externalEnums: [] };
+    const diagnosis = await engine.diagnoseMigrationHistory({ migrationsList, optInToShadowDatabase: false, filters });
+    if (diagnosis.failedMigrationNames.length > 0) {
+      throw new MigrationError(
+        `migration ${diagnosis.failedMigrationNames.join(", ")} failed earlier and blocks later ones; ` +
+          "fix the database by hand, then mark it rolled back",
+      );
+    }
+    const { appliedMigrationNames } = await engine.applyMigrations({ migrationsList, filters });
+    return appliedMigrationNames;
+  } catch (err) {
+    if (err instanceof MigrationError) throw err;
+    throw new MigrationError(`migration failed: ${describeEngineError(err)}`, err);
+  } finally {
+    engine?.free();
+    await pool.end();
+  }
+}
+
+function describeEngineError(err: unknown): string {
+  if (err instanceof Error) return err.message;
+  if (typeof err === "object" && err !== null && "message" in err) return String((err as { message: unknown }).message);
+  return String(err);
+}

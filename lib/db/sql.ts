@@ -1,0 +1,50 @@
+/**
+ * The typed raw-SQL helper for statements that need PostgreSQL features Prisma's query builder does
+ * not express (ON CONFLICT, CTEs, unnest batches). Runs on the shared pool, retries a statement that
+ * lost a deadlock or serialization race (each statement here is atomic, so a retry is safe), and turns
+ * "the database is unreachable or too slow" into a 503 KeywardError.
+ */
+import type pg from "pg";
+import { KeywardError } from "../errors";
+import { pool } from "./client";
+
+export type Queryable = Pick<pg.Pool, "query"> | Pick<pg.PoolClient, "query">;
+
+const RETRYABLE = new Set(["40001", "40P01"]);
+const MAX_ATTEMPTS = 3;
+
+/** True for faults that mean "the database is not available right now" rather than "your query is wrong". */
+export function isUnavailable(err: unknown): boolean {
+  const e = err as { code?: string; message?: string } | undefined;
+  const code = e?.code ?? "";
+  if (code.startsWith("08") || code.startsWith("53") || code.startsWith("57P")) return true; // connection, resources, shutdown
+  if (code === "57014") return true; // statement_timeout / query canceled
+  if (["ECONNREFUSED", "ECONNRESET", "ETIMEDOUT", "EPIPE", "ENOTFOUND", "EHOSTUNREACH"].includes(code)) return true;
+  const msg = e?.message ?? "";
+  return /timeout exceeded when trying to connect|Connection terminated|Query read timeout|connect ECONNREFUSED|Client has encountered a connection error/i.test(
+    msg,
+  );
+}
+
+export function toUnavailable(err: unknown): KeywardError {
+  const reason = (err as { code?: string })?.code ?? "connection failed";
+  return KeywardError.unavailable(`database unavailable (${reason}); retry later`);
+}
+
+export async function query<Row extends object>(
+  text: string,
+  values: unknown[] = [],
+  on: Queryable = pool(),
+): Promise<Row[]> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      const result = await on.query<Row>(text, values);
+      return result.rows;
+    } catch (err) {
+      const code = (err as { code?: string }).code;
+      if (code && RETRYABLE.has(code) && attempt < MAX_ATTEMPTS && "totalCount" in on) continue;
+      if (isUnavailable(err)) throw toUnavailable(err);
+      throw err;
+    }
+  }
+}
