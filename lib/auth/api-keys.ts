@@ -6,6 +6,7 @@
 import { createHash, randomBytes, timingSafeEqual } from "node:crypto";
 import { KeywardError } from "../errors";
 import { prisma } from "../db/client";
+import { isUniqueViolation } from "../db/errors";
 import { query } from "../db/sql";
 import { parseOrThrow } from "../http/validate";
 import { createApiKeyRequest, type Scope } from "./schema";
@@ -30,12 +31,15 @@ export async function createApiKey(input: { name: string; scopes: Scope[] | stri
   const { name, scopes } = parseOrThrow(createApiKeyRequest, input);
   const id = randomBytes(9).toString("base64url").toLowerCase().replace(/[^a-z0-9]/g, "0").slice(0, 12);
   const key = `kw_${id}_${randomBytes(32).toString("base64url")}`;
-  const existing = await prisma().apiKey.findUnique({ where: { name } });
-  if (existing) throw KeywardError.conflict("api_key_exists", `an API key named "${name}" already exists`);
-  const row = await prisma().apiKey.create({
-    data: { id, name, scopes: [...new Set(scopes)], keyHash: sha256(key).toString("hex") },
-  });
-  return { ...toInfo(row), key };
+  try {
+    const row = await prisma().apiKey.create({
+      data: { id, name, scopes: [...new Set(scopes)], keyHash: sha256(key).toString("hex") },
+    });
+    return { ...toInfo(row), key };
+  } catch (err) {
+    if (isUniqueViolation(err)) throw KeywardError.conflict("api_key_exists", `an API key named "${name}" already exists`);
+    throw err;
+  }
 }
 
 export async function listApiKeys(): Promise<ApiKeyInfo[]> {

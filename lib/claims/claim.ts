@@ -20,6 +20,7 @@ import {
   type ClaimResult,
 } from "./schema";
 import { parseOrThrow } from "../http/validate";
+import { countClaimOutcomes } from "../metrics/claim-counts";
 
 export const CLAIM_SQL = `
 WITH input AS MATERIALIZED (
@@ -89,7 +90,9 @@ async function runClaim(
     options.on,
   );
   if (rows.length === 0) throw unknownSource(source);
-  return classifyClaims(source, events, rows);
+  const results = classifyClaims(source, events, rows);
+  countClaimOutcomes(source, results.map((r) => r.outcome));
+  return results;
 }
 
 export function unknownSource(source: string): KeywardError {

@@ -9,11 +9,18 @@ import { verifyApiKey, type ApiKeyPrincipal } from "../auth/api-keys";
 import { hasScope, type Scope } from "../auth/schema";
 import { isUnavailable, toUnavailable } from "../db/sql";
 
-export type Principal = ApiKeyPrincipal;
+/**
+ * Who is calling. Until console sign-in exists, a browser request to a console route (no Authorization
+ * header) is the anonymous local console user with read access only; the server binds to localhost by
+ * default for that reason.
+ */
+export type Principal = ApiKeyPrincipal | { kind: "console"; name: "console"; scopes: Scope[] };
 
 export type RouteAccess = {
   /** The caller needs at least one of these scopes. */
   scopes: readonly Scope[];
+  /** The console's own pages may call this route without an API key (read-only routes only). */
+  console?: boolean;
 };
 
 export type RouteContext<P> = { req: Request; params: P; principal: Principal };
@@ -26,7 +33,10 @@ export function route<P = Record<string, string>>(
 ) {
   const wrapped = async (req: Request, next?: NextContext): Promise<Response> => {
     try {
-      const principal = await authenticate(req);
+      const principal =
+        access.console && !req.headers.has("authorization")
+          ? ({ kind: "console", name: "console", scopes: ["read"] } as const satisfies Principal)
+          : await authenticate(req);
       if (!access.scopes.some((s) => hasScope(principal.scopes, s))) {
         throw KeywardError.forbidden(`this API key lacks the scope: needs one of ${access.scopes.join(", ")}`);
       }
@@ -39,7 +49,7 @@ export function route<P = Record<string, string>>(
   return Object.assign(wrapped, { access });
 }
 
-async function authenticate(req: Request): Promise<Principal> {
+async function authenticate(req: Request): Promise<ApiKeyPrincipal> {
   const header = req.headers.get("authorization");
   if (!header) throw KeywardError.unauthorized("missing Authorization: Bearer <api key>");
   const m = /^Bearer\s+(\S+)$/i.exec(header);

@@ -131,6 +131,18 @@ BEGIN
     RETURN cur;
 END $$;
 
+-- Claim outcomes per source and minute. Each server process counts in memory and adds its counts here
+-- every few seconds (lib/metrics/claim-counts.ts), so the claim hot path never writes a shared counter row.
+CREATE TABLE "claim_counts" (
+    "bucket" TIMESTAMPTZ(6) NOT NULL,
+    "source" TEXT NOT NULL,
+    "claimed" INTEGER NOT NULL DEFAULT 0,
+    "duplicate" INTEGER NOT NULL DEFAULT 0,
+    "in_flight" INTEGER NOT NULL DEFAULT 0,
+    "payload_mismatch" INTEGER NOT NULL DEFAULT 0,
+    CONSTRAINT "claim_counts_pkey" PRIMARY KEY ("bucket", "source")
+);
+
 CREATE TABLE "api_keys" (
     "id" TEXT NOT NULL,
     "name" TEXT NOT NULL,

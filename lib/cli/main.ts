@@ -1,0 +1,173 @@
+/**
+ * The `keyward` command line. Every database command opens the same database the server uses
+ * (DATABASE_URL, or the embedded one, shared with a running server through its port), prints to
+ * stdout, reports errors on stderr and exits non-zero on failure.
+ */
+import { Command, InvalidArgumentError } from "commander";
+import { KeywardError } from "../errors";
+import { openDatabase } from "../db/open";
+import { migrate } from "../db/migrate";
+import { closeDb } from "../db/client";
+import { parseDuration, formatDuration } from "../sources/duration";
+import { createSource, listSources } from "../sources/sources";
+import { createApiKey, listApiKeys, revokeApiKey } from "../auth/api-keys";
+import { SCOPES } from "../auth/schema";
+import { startServer } from "../server/start";
+
+const program = new Command()
+  .name("keyward")
+  .description("Webhook and event idempotency: claim once, expire deliberately, audit, replay safely.")
+  .showHelpAfterError()
+  .configureOutput({ outputError: (text, write) => write(text) });
+
+/** Runs `work` against the database (applying pending migrations first), then releases it. */
+async function withDatabase(work: () => Promise<void>): Promise<void> {
+  const database = await openDatabase();
+  try {
+    await migrate(database.url);
+    await work();
+  } finally {
+    await closeDb();
+    await database.close();
+  }
+}
+
+function duration(value: string): number {
+  try {
+    return parseDuration(value);
+  } catch (err) {
+    throw new InvalidArgumentError((err as Error).message);
+  }
+}
+
+function printTable(rows: Record<string, string>[]): void {
+  if (rows.length === 0) return;
+  const cols = Object.keys(rows[0]);
+  const width = cols.map((c) => Math.max(c.length, ...rows.map((r) => r[c].length)));
+  const line = (cells: string[]) => cells.map((c, i) => c.padEnd(width[i])).join("  ").trimEnd();
+  console.log(line(cols));
+  for (const r of rows) console.log(line(cols.map((c) => r[c])));
+}
+
+const iso = (d: Date | null) => (d ? d.toISOString() : "-");
+
+program
+  .command("start")
+  .description("build if needed, migrate, and serve the console and API (embedded database unless DATABASE_URL is set)")
+  .option("--no-build", "serve the existing build without checking whether it is current")
+  .action(async (opts: { build: boolean }) => {
+    await startServer({ build: opts.build });
+  });
+
+program
+  .command("migrate")
+  .description("apply pending migrations from prisma/migrations")
+  .action(async () => {
+    const database = await openDatabase();
+    try {
+      console.log(`database: ${database.description}`);
+      const applied = await migrate(database.url);
+      console.log(applied.length ? `applied: ${applied.join(", ")}` : "schema is up to date; nothing to apply");
+    } finally {
+      await database.close();
+    }
+  });
+
+const source = program.command("source").description("senders and their TTLs");
+
+source
+  .command("create <name>")
+  .description("create a source; TTL = retry window + queue lag + clock skew + replay margin")
+  .requiredOption("--retry-window <duration>", "the sender's longest retry window, e.g. 3d", duration)
+  .requiredOption("--queue-lag <duration>", "margin for queue backlog before the claim, e.g. 1d", duration)
+  .requiredOption("--clock-skew <duration>", "margin for clock skew, e.g. 5m", duration)
+  .requiredOption("--replay <duration>", "margin for manual dead-letter replays, e.g. 3d", duration)
+  .action(async (name: string, o: { retryWindow: number; queueLag: number; clockSkew: number; replay: number }) => {
+    await withDatabase(async () => {
+      const s = await createSource({
+        name,
+        retryWindowSeconds: o.retryWindow,
+        queueLagSeconds: o.queueLag,
+        clockSkewSeconds: o.clockSkew,
+        replaySeconds: o.replay,
+      });
+      console.log(`created source ${s.name}: TTL ${formatDuration(s.ttlSeconds)} (${s.ttlSeconds} s)`);
+    });
+  });
+
+source
+  .command("list")
+  .description("list sources with their TTL and its parts")
+  .option("--json", "print JSON")
+  .action(async (o: { json?: boolean }) => {
+    await withDatabase(async () => {
+      const rows = await listSources();
+      if (o.json) return console.log(JSON.stringify(rows, null, 2));
+      if (rows.length === 0) return console.log("no sources yet: keyward source create <name> --retry-window … (see --help)");
+      printTable(
+        rows.map((s) => ({
+          NAME: s.name,
+          TTL: formatDuration(s.ttlSeconds),
+          "RETRY WINDOW": formatDuration(s.retryWindowSeconds),
+          "QUEUE LAG": formatDuration(s.queueLagSeconds),
+          "CLOCK SKEW": formatDuration(s.clockSkewSeconds),
+          REPLAY: formatDuration(s.replaySeconds),
+        })),
+      );
+    });
+  });
+
+const apikey = program.command("apikey").description("API keys for services (the key is shown once)");
+
+apikey
+  .command("create")
+  .description("create an API key and print it once")
+  .requiredOption("--name <name>", "a name for the key, e.g. the calling service")
+  .requiredOption("--scopes <scopes>", `comma-separated: ${SCOPES.join(", ")}`, (v: string) =>
+    v.split(",").map((s) => s.trim()).filter(Boolean),
+  )
+  .action(async (o: { name: string; scopes: string[] }) => {
+    await withDatabase(async () => {
+      const k = await createApiKey({ name: o.name, scopes: o.scopes });
+      console.error(`created API key ${k.name} (id ${k.id}, scopes ${k.scopes.join(",")}). It is shown once; store it now:`);
+      console.log(k.key);
+    });
+  });
+
+apikey
+  .command("list")
+  .description("list API keys (never the keys themselves)")
+  .option("--json", "print JSON")
+  .action(async (o: { json?: boolean }) => {
+    await withDatabase(async () => {
+      const rows = await listApiKeys();
+      if (o.json) return console.log(JSON.stringify(rows, null, 2));
+      if (rows.length === 0) return console.log("no API keys yet: keyward apikey create --name <n> --scopes claims:write");
+      printTable(
+        rows.map((k) => ({
+          ID: k.id,
+          NAME: k.name,
+          SCOPES: k.scopes.join(","),
+          CREATED: iso(k.createdAt),
+          "LAST USED": iso(k.lastUsedAt),
+          REVOKED: iso(k.revokedAt),
+        })),
+      );
+    });
+  });
+
+apikey
+  .command("revoke <idOrName>")
+  .description("revoke an API key; it stops working at once")
+  .action(async (idOrName: string) => {
+    await withDatabase(async () => {
+      const k = await revokeApiKey(idOrName);
+      console.log(`revoked API key ${k.name} (id ${k.id}) at ${iso(k.revokedAt)}`);
+    });
+  });
+
+program.parseAsync(process.argv).catch((err: unknown) => {
+  const message = err instanceof KeywardError || err instanceof Error ? err.message : String(err);
+  console.error(`keyward: ${message}`);
+  process.exitCode = 1;
+});

@@ -1,0 +1,126 @@
+/**
+ * The embedded PostgreSQL (PGlite: PostgreSQL in WebAssembly), used when DATABASE_URL is not set.
+ *
+ * PGlite's data directory can be open in one process only, so whoever opens it (the server or a CLI
+ * command) also serves it on 127.0.0.1 through pglite-socket and records its pid and port in
+ * `<dataDir>/owner.json`. Another process finding a live owner connects to that port instead of opening
+ * the files: the CLI works whether or not the server is running, and everything speaks the same
+ * PostgreSQL wire protocol (one code path for the app).
+ */
+import { mkdir, open, readFile, rm, writeFile } from "node:fs/promises";
+import net from "node:net";
+import path from "node:path";
+
+export type EmbeddedOwner = { pid: number; port: number | null };
+
+export type DatabaseHandle = {
+  url: string;
+  /** Human description printed at start ("embedded PostgreSQL in ./.keyward …" or the masked URL). */
+  description: string;
+  /** Closes what this process opened (the embedded engine if it owns it). */
+  close(): Promise<void>;
+};
+
+const OWNER_FILE = "owner.json";
+const WAIT_FOR_OWNER_MS = 30_000;
+
+function pidAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === "EPERM";
+  }
+}
+
+function portOpen(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = net.connect({ host: "127.0.0.1", port });
+    socket.setTimeout(1000);
+    socket.once("connect", () => {
+      socket.destroy();
+      resolve(true);
+    });
+    socket.once("error", () => resolve(false));
+    socket.once("timeout", () => {
+      socket.destroy();
+      resolve(false);
+    });
+  });
+}
+
+async function readOwner(file: string): Promise<EmbeddedOwner | null> {
+  try {
+    return JSON.parse(await readFile(file, "utf8")) as EmbeddedOwner;
+  } catch {
+    return null;
+  }
+}
+
+const urlFor = (port: number) => `postgresql://postgres@127.0.0.1:${port}/postgres`;
+
+/**
+ * Opens the embedded database in `dir`: connects to the live owner's port if another process serves it,
+ * otherwise becomes the owner (opening PGlite and listening on `port`, 0 = any free port).
+ */
+export async function openEmbedded(dir: string, port = 0): Promise<DatabaseHandle> {
+  await mkdir(dir, { recursive: true });
+  const ownerFile = path.join(dir, OWNER_FILE);
+  const deadline = Date.now() + WAIT_FOR_OWNER_MS;
+  for (;;) {
+    let handle;
+    try {
+      handle = await open(ownerFile, "wx"); // atomic: exactly one process becomes the owner
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== "EEXIST") throw err;
+      const owner = await readOwner(ownerFile);
+      if (owner && pidAlive(owner.pid) && owner.pid !== process.pid) {
+        if (owner.port && (await portOpen(owner.port))) {
+          return {
+            url: urlFor(owner.port),
+            description: `embedded PostgreSQL in ${dir}, served by process ${owner.pid} on 127.0.0.1:${owner.port}`,
+            close: async () => {},
+          };
+        }
+        if (Date.now() > deadline) {
+          throw new Error(`the embedded database in ${dir} is held by process ${owner.pid}, which does not answer`);
+        }
+        await new Promise((r) => setTimeout(r, 200)); // the owner is still starting
+        continue;
+      }
+      await rm(ownerFile, { force: true }); // stale: its process is gone
+      continue;
+    }
+    await handle.writeFile(JSON.stringify({ pid: process.pid, port: null } satisfies EmbeddedOwner));
+    await handle.close();
+    try {
+      return await serveEmbedded(dir, port, ownerFile);
+    } catch (err) {
+      await rm(ownerFile, { force: true });
+      throw err;
+    }
+  }
+}
+
+async function serveEmbedded(dir: string, port: number, ownerFile: string): Promise<DatabaseHandle> {
+  const { PGlite } = await import("@electric-sql/pglite");
+  const { PGLiteSocketServer } = await import("@electric-sql/pglite-socket");
+  const dataDir = path.join(dir, "pgdata");
+  const db = await PGlite.create({ dataDir });
+  const server = new PGLiteSocketServer({ db, host: "127.0.0.1", port, maxConnections: 64 });
+  await server.start();
+  const actualPort = Number(server.getServerConn().split(":").pop());
+  await writeFile(ownerFile, JSON.stringify({ pid: process.pid, port: actualPort } satisfies EmbeddedOwner));
+  let closed = false;
+  return {
+    url: urlFor(actualPort),
+    description: `embedded PostgreSQL (PGlite) in ${dataDir}, listening on 127.0.0.1:${actualPort}`,
+    close: async () => {
+      if (closed) return;
+      closed = true;
+      await server.stop();
+      await db.close();
+      await rm(ownerFile, { force: true });
+    },
+  };
+}

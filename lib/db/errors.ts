@@ -1,0 +1,5 @@
+/** Recognising database errors that have a domain meaning. */
+export function isUniqueViolation(err: unknown): boolean {
+  const e = err as { code?: string; cause?: { code?: string }; meta?: { driverAdapterError?: { cause?: { originalCode?: string } } } };
+  return e?.code === "P2002" || e?.code === "23505" || e?.cause?.code === "23505";
+}

@@ -1,0 +1,65 @@
+/**
+ * Claim outcome counters. Each process counts outcomes in memory and, at most every FLUSH_MS, adds them
+ * to claim_counts (one upsert per source and minute) so the claim hot path never contends on a shared
+ * counter row. The flush timer is unref'd; `flushClaimCounts()` is called on shutdown. Counts of a
+ * process that crashes between flushes are lost: these are metrics, not the source of truth.
+ */
+import { query } from "../db/sql";
+import type { ClaimOutcome } from "../claims/schema";
+
+const FLUSH_MS = 5000;
+
+type Counts = Record<ClaimOutcome, number>;
+// On globalThis: the custom server and Next's bundled route handlers load separate copies of this
+// module, and the server's shutdown flush must see what the routes counted.
+type CounterState = { pending: Map<string, Counts>; timer?: NodeJS.Timeout };
+const state: CounterState = ((globalThis as { __keywardClaimCounts?: CounterState }).__keywardClaimCounts ??= {
+  pending: new Map<string, Counts>(),
+});
+const pending = state.pending;
+
+export function countClaimOutcomes(source: string, outcomes: readonly ClaimOutcome[]): void {
+  let c = pending.get(source);
+  if (!c) {
+    c = { claimed: 0, duplicate: 0, in_flight: 0, payload_mismatch: 0 };
+    pending.set(source, c);
+  }
+  for (const o of outcomes) c[o]++;
+  if (!state.timer) {
+    state.timer = setTimeout(() => void flushClaimCounts().catch(() => {}), FLUSH_MS);
+    state.timer.unref();
+  }
+}
+
+/** Adds the pending counts to claim_counts in one statement; on failure they are kept for the next flush. */
+export async function flushClaimCounts(): Promise<void> {
+  clearTimeout(state.timer);
+  state.timer = undefined;
+  if (pending.size === 0) return;
+  const batch = [...pending.entries()];
+  pending.clear();
+  try {
+    await query(
+      `INSERT INTO claim_counts AS c (bucket, source, claimed, duplicate, in_flight, payload_mismatch)
+       SELECT date_trunc('minute', now()), s, a, b, d, e
+       FROM unnest($1::text[], $2::int[], $3::int[], $4::int[], $5::int[]) AS t(s, a, b, d, e)
+       ON CONFLICT (bucket, source) DO UPDATE SET
+         claimed = c.claimed + excluded.claimed, duplicate = c.duplicate + excluded.duplicate,
+         in_flight = c.in_flight + excluded.in_flight, payload_mismatch = c.payload_mismatch + excluded.payload_mismatch`,
+      [
+        batch.map(([s]) => s),
+        batch.map(([, c]) => c.claimed),
+        batch.map(([, c]) => c.duplicate),
+        batch.map(([, c]) => c.in_flight),
+        batch.map(([, c]) => c.payload_mismatch),
+      ],
+    );
+  } catch (err) {
+    for (const [source, c] of batch) {
+      const cur = pending.get(source);
+      if (cur) for (const k of Object.keys(c) as ClaimOutcome[]) cur[k] += c[k];
+      else pending.set(source, c);
+    }
+    throw err;
+  }
+}

@@ -1,0 +1,76 @@
+/**
+ * `keyward start`: build if needed, open the database (DATABASE_URL or the embedded one), apply
+ * migrations (a failure stops start-up), then serve the console and API with Next in this process.
+ */
+import http from "node:http";
+import next from "next";
+import { loadEnv } from "../config/env";
+import { openDatabase } from "../db/open";
+import { migrate } from "../db/migrate";
+import { closeDb } from "../db/client";
+import { query } from "../db/sql";
+import { flushClaimCounts } from "../metrics/claim-counts";
+import { buildIfNeeded, ensureGeneratedClient, ROOT } from "./build";
+
+export async function startServer(options: { build?: boolean } = {}): Promise<void> {
+  const env = loadEnv();
+  ensureGeneratedClient();
+  if (options.build !== false) buildIfNeeded();
+
+  const database = await openDatabase();
+  console.log(`[keyward] database: ${database.description}`);
+  try {
+    const applied = await migrate(database.url);
+    console.log(applied.length ? `[keyward] applied migrations: ${applied.join(", ")}` : "[keyward] database schema is up to date");
+  } catch (err) {
+    console.error(`[keyward] cannot start: ${(err as Error).message}`);
+    await database.close();
+    process.exit(1);
+  }
+
+  const app = next({ dev: false, dir: ROOT, hostname: env.HOSTNAME, port: env.PORT });
+  await app.prepare();
+  const handle = app.getRequestHandler();
+  const server = http.createServer((req, res) => void handle(req, res));
+  await new Promise<void>((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(env.PORT, env.HOSTNAME, resolve);
+  });
+  const address = server.address();
+  const port = typeof address === "object" && address ? address.port : env.PORT;
+  console.log(`[keyward] console and API on http://${env.HOSTNAME}:${port}`);
+  await printFirstStartHints();
+
+  let stopping = false;
+  const stop = async (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    console.log(`[keyward] ${signal}: shutting down`);
+    server.closeAllConnections();
+    await new Promise((r) => server.close(r));
+    await flushClaimCounts().catch(() => {});
+    await closeDb();
+    await database.close();
+    process.exit(0);
+  };
+  process.on("SIGINT", () => void stop("SIGINT"));
+  process.on("SIGTERM", () => void stop("SIGTERM"));
+}
+
+async function printFirstStartHints(): Promise<void> {
+  const [counts] = await query<{ sources: number; keys: number }>(
+    "SELECT (SELECT count(*) FROM sources) AS sources, (SELECT count(*) FROM api_keys WHERE revoked_at IS NULL) AS keys",
+  );
+  if (counts.sources === 0) {
+    console.log(
+      "[keyward] no source yet. Create one with a deliberate TTL (retry window + queue lag + clock skew + replay):\n" +
+        "          npx keyward source create stripe --retry-window 3d --queue-lag 1d --clock-skew 5m --replay 3d",
+    );
+  }
+  if (counts.keys === 0) {
+    console.log(
+      "[keyward] no API key yet. Services claim with one:\n" +
+        "          npx keyward apikey create --name my-service --scopes claims:write",
+    );
+  }
+}
