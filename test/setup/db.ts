@@ -1,0 +1,19 @@
+/** Helpers for tests: the run's database URL, unique names, raw SQL, and a source with a chosen TTL. */
+import { randomBytes } from "node:crypto";
+import { inject } from "vitest";
+import { query } from "../../lib/db/sql";
+import { prisma } from "../../lib/db/client";
+
+process.env.DATABASE_URL = inject("databaseUrl");
+
+export const uniq = (prefix = "t") => `${prefix}-${randomBytes(4).toString("hex")}`;
+
+export const sql = query;
+
+/** Creates a source whose TTL is `ttlSeconds` (all of it in the retry window part). */
+export async function makeSource(ttlSeconds = 7 * 86400, name = uniq("src")): Promise<string> {
+  await prisma().source.create({
+    data: { name, retryWindowSeconds: ttlSeconds, queueLagSeconds: 0, clockSkewSeconds: 0, replaySeconds: 0, ttlSeconds },
+  });
+  return name;
+}
