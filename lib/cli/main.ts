@@ -12,7 +12,6 @@ import { parseDuration, formatDuration } from "../sources/duration";
 import { createSource, listSources } from "../sources/sources";
 import { createApiKey, listApiKeys, revokeApiKey } from "../auth/api-keys";
 import { SCOPES } from "../auth/schema";
-import { startServer } from "../server/start";
 
 const program = new Command()
   .name("keyward")
@@ -56,6 +55,7 @@ program
   .description("build if needed, migrate, and serve the console and API (embedded database unless DATABASE_URL is set)")
   .option("--no-build", "serve the existing build without checking whether it is current")
   .action(async (opts: { build: boolean }) => {
+    const { startServer } = await import("../server/start"); // loads Next only for this command
     await startServer({ build: opts.build });
   });
 
