@@ -1,3 +1,8 @@
-export default function OverviewPage() {
-  return <main>Keyward</main>;
+import type { Metadata } from "next";
+import { OverviewPage } from "@/components/overview/OverviewPage";
+
+export const metadata: Metadata = { title: "Overview" };
+
+export default function Page() {
+  return <OverviewPage />;
 }

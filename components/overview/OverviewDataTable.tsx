@@ -1,0 +1,60 @@
+"use client";
+
+import { useQuery } from "@tanstack/react-query";
+import { ErrorBox } from "@/components/ui/ErrorBox";
+import { formatClockTime } from "@/components/ui/format";
+import { overviewQuery } from "@/lib/overview/queries";
+import { NoSources } from "./NoSources";
+import { OverviewStats, OverviewStatsSkeleton } from "./OverviewStats";
+import { OverviewTable } from "./OverviewTable";
+import { attemptsOf } from "./prepare";
+
+/** Loads the overview and picks what to show: loading, error, first-run guidance, or the figures. */
+export function OverviewDataTable() {
+  const { data, error, isPending, isError, isFetching, refetch } = useQuery(overviewQuery());
+
+  if (isPending) {
+    return (
+      <>
+        <OverviewStatsSkeleton />
+        <p className="muted" aria-busy="true">
+          Loading figures…
+        </p>
+      </>
+    );
+  }
+  if (!data) {
+    return (
+      <ErrorBox title="The overview could not be loaded" error={error} onRetry={() => void refetch()} retrying={isFetching}>
+        <p className="muted">It is retried automatically every 10 s. A 503 means the database is unreachable.</p>
+      </ErrorBox>
+    );
+  }
+  return (
+    <>
+      {isError && (
+        <ErrorBox title={`Refresh failed: these figures are from ${formatClockTime(data.asOf)}`} error={error} />
+      )}
+      {data.sources.length === 0 ? (
+        <NoSources />
+      ) : (
+        <>
+          <OverviewStats overview={data} />
+          <h2 className="section-title">Per source</h2>
+          <OverviewTable overview={data} />
+          {attemptsOf(data.totals.lastHour) === 0 && (
+            <p className="note">
+              No claim in the last hour. Services claim through <code>POST /api/v1/claims</code> with an API key of scope{" "}
+              <code>claims:write</code>.
+            </p>
+          )}
+          <p className="footnote">
+            Keys are counted now in the dedup table. &ldquo;Last hour&rdquo; sums the per-minute claim counts since{" "}
+            {formatClockTime(data.lastHourSince, false)}; each server process writes its counts every few seconds, so the newest
+            seconds may not be in yet. Expired keys no longer catch duplicates even before the pruner deletes them.
+          </p>
+        </>
+      )}
+    </>
+  );
+}

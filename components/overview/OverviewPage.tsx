@@ -1,0 +1,30 @@
+"use client";
+
+import { useQuery } from "@tanstack/react-query";
+import { PageHeader } from "@/components/ui/PageHeader";
+import { RefreshStatus } from "@/components/ui/RefreshStatus";
+import { OVERVIEW_REFRESH_MS, overviewQuery } from "@/lib/overview/queries";
+import { OverviewDataTable } from "./OverviewDataTable";
+
+export function OverviewPage() {
+  // Same query as the data table (one request, shared cache); read here only for the freshness line.
+  const { data, isFetching, isError, refetch } = useQuery(overviewQuery());
+  return (
+    <>
+      <PageHeader
+        title="Overview"
+        description="Live dedup keys and claim outcomes per source."
+        aside={
+          <RefreshStatus
+            asOf={data?.asOf}
+            everySeconds={OVERVIEW_REFRESH_MS / 1000}
+            fetching={isFetching}
+            stale={isError}
+            onRefresh={() => void refetch()}
+          />
+        }
+      />
+      <OverviewDataTable />
+    </>
+  );
+}

@@ -1,0 +1,70 @@
+import { StatCard, StatCardSkeleton } from "@/components/ui/StatCard";
+import { formatClockTime, formatCount, formatPercent } from "@/components/ui/format";
+import type { Overview } from "@/lib/overview/schema";
+import { attemptsOf, conflictsOf } from "./prepare";
+
+const LABELS = ["Keys alive", "Claims, last hour", "Duplicates, last hour", "Conflicts, last hour", "Expired, not pruned"];
+
+/** The headline figures across all sources. Display only. */
+export function OverviewStats({ overview }: { overview: Overview }) {
+  const { keys, lastHour } = overview.totals;
+  const since = formatClockTime(overview.lastHourSince, false);
+  return (
+    <section className="stats" aria-label="Totals across all sources">
+      <StatCard
+        label={LABELS[0]}
+        value={formatCount(keys.alive)}
+        hint={
+          <>
+            {formatCount(keys.inFlight)} in flight
+            {keys.leaseLapsed > 0 && <> · <span className="warn-text">{formatCount(keys.leaseLapsed)} lease lapsed</span></>}
+          </>
+        }
+        tone={keys.leaseLapsed > 0 ? "warn" : "normal"}
+        title="Keys whose expiry is still ahead: a repeat delivery of these events is caught. In flight: claimed with a lease, not completed yet. Lease lapsed: in flight past its lease (the worker likely died); the next delivery takes it over."
+      />
+      <StatCard
+        label={LABELS[1]}
+        value={formatCount(lastHour.claimed)}
+        hint={`new keys since ${since}`}
+        title="Claims that created a key (first delivery, reclaim after expiry, or lease takeover), summed over the minute buckets since the time shown."
+      />
+      <StatCard
+        label={LABELS[2]}
+        value={formatCount(lastHour.duplicate)}
+        hint={`${formatPercent(lastHour.duplicate, attemptsOf(lastHour))} of ${formatCount(attemptsOf(lastHour))} deliveries`}
+        title="Deliveries of an event whose key was alive and done: the handler was spared a second run."
+      />
+      <StatCard
+        label={LABELS[3]}
+        value={formatCount(conflictsOf(lastHour))}
+        hint={
+          <>
+            {formatCount(lastHour.inFlight)} in flight ·{" "}
+            <span className={lastHour.payloadMismatch > 0 ? "warn-text" : undefined}>
+              {formatCount(lastHour.payloadMismatch)} payload mismatch
+            </span>
+          </>
+        }
+        tone={lastHour.payloadMismatch > 0 ? "warn" : "normal"}
+        title="Deliveries turned away with 409: in flight = another worker held the lease; payload mismatch = same event id with a different payload hash (worth a look: a sender bug or an id collision)."
+      />
+      <StatCard
+        label={LABELS[4]}
+        value={formatCount(keys.expired)}
+        hint="no longer protecting; awaiting the pruner"
+        title="Keys past their expiry that are still stored. They no longer catch duplicates; the pruning job deletes them in batches. A figure that keeps growing means pruning is not keeping up."
+      />
+    </section>
+  );
+}
+
+export function OverviewStatsSkeleton() {
+  return (
+    <section className="stats" aria-label="Totals across all sources" aria-busy="true">
+      {LABELS.map((label) => (
+        <StatCardSkeleton key={label} label={label} />
+      ))}
+    </section>
+  );
+}

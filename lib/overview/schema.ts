@@ -1,0 +1,63 @@
+/**
+ * The overview response (GET /api/v1/overview): live figures per source and their totals, read in one
+ * statement at one database instant (`asOf`). Shared by the route, the console and the tests.
+ */
+import { z } from "zod";
+
+const count = z.number().int().nonnegative();
+
+/** Claim outcomes summed over the last hour of claim_counts minute buckets. */
+export const claimCountsSchema = z.object({
+  /** New keys: first claims, reclaims after expiry and lease takeovers. */
+  claimed: count,
+  /** Deliveries rejected because the key already existed and was done. */
+  duplicate: count,
+  /** Deliveries rejected because another worker held the key's lease. */
+  inFlight: count,
+  /** Deliveries whose payload hash differed from the stored one: same event id, different content. */
+  payloadMismatch: count,
+});
+export type ClaimCounts = z.infer<typeof claimCountsSchema>;
+
+/** dedup_keys by state, at `asOf`. */
+export const keyCountsSchema = z.object({
+  /** expires_at > now: still preventing duplicates. */
+  alive: count,
+  /** Alive and status 'processing': a worker holds the lease. */
+  inFlight: count,
+  /** In flight but the lease is over: the worker likely died; the next delivery takes the lease over. */
+  leaseLapsed: count,
+  /** expires_at <= now but not yet deleted by the pruner. */
+  expired: count,
+});
+export type KeyCounts = z.infer<typeof keyCountsSchema>;
+
+export const sourceTtlSchema = z.object({
+  retryWindowSeconds: count,
+  queueLagSeconds: count,
+  clockSkewSeconds: count,
+  replaySeconds: count,
+  /** The sum of the four parts: how long a key lives. */
+  ttlSeconds: count,
+});
+export type SourceTtl = z.infer<typeof sourceTtlSchema>;
+
+export const sourceOverviewSchema = z.object({
+  source: z.string(),
+  createdAt: z.iso.datetime(),
+  ttl: sourceTtlSchema,
+  keys: keyCountsSchema,
+  lastHour: claimCountsSchema,
+});
+export type SourceOverview = z.infer<typeof sourceOverviewSchema>;
+
+export const overviewSchema = z.object({
+  /** The database's now() when the figures were read. */
+  asOf: z.iso.datetime(),
+  /** Start of the oldest minute bucket counted in `lastHour` (the current, partial minute is the newest). */
+  lastHourSince: z.iso.datetime(),
+  totals: z.object({ sources: count, keys: keyCountsSchema, lastHour: claimCountsSchema }),
+  /** One entry per configured source, by name. */
+  sources: z.array(sourceOverviewSchema),
+});
+export type Overview = z.infer<typeof overviewSchema>;

@@ -1,0 +1,153 @@
+/**
+ * getOverview against a real PostgreSQL: key states by the database clock, the last hour of
+ * claim_counts, per-source rows and totals. Other test files share the database, so every assertion is
+ * about this file's own sources, or about consistency of the whole response.
+ */
+import { beforeAll, describe, expect, it } from "vitest";
+import { claimEvent } from "../../lib/claims/claim";
+import { prisma } from "../../lib/db/client";
+import { flushClaimCounts } from "../../lib/metrics/claim-counts";
+import { getOverview } from "../../lib/overview/overview";
+import { overviewSchema, type Overview, type SourceOverview } from "../../lib/overview/schema";
+import { GET } from "../../app/api/v1/overview/route";
+import { formatDuration, formatPercent } from "../../components/ui/format";
+import { makeSource, sql, uniq } from "../setup/db";
+
+const HASH_A = "a".repeat(64);
+const HASH_B = "b".repeat(64);
+
+function sourceIn(o: Overview, name: string): SourceOverview {
+  const s = o.sources.find((x) => x.source === name);
+  if (!s) throw new Error(`source ${name} missing from the overview`);
+  return s;
+}
+
+describe("getOverview", () => {
+  // busy: claims of every outcome plus raw keys in the states claims cannot reach quickly;
+  // quiet: no keys, only hand-written claim_counts buckets at the edges of the hour.
+  let busy: string;
+  let quiet: string;
+  let overview: Overview;
+  let before: Date;
+  let after: Date;
+
+  beforeAll(async () => {
+    busy = uniq("ov-busy");
+    await prisma().source.create({
+      data: {
+        name: busy,
+        retryWindowSeconds: 259200,
+        queueLagSeconds: 86400,
+        clockSkewSeconds: 300,
+        replaySeconds: 259200,
+        ttlSeconds: 605100,
+      },
+    });
+    quiet = await makeSource(3600, uniq("ov-quiet"));
+
+    const evt = (n: string) => `${busy}-${n}`;
+    expect((await claimEvent({ source: busy, eventId: evt("done"), eventType: "t" })).outcome).toBe("claimed");
+    expect((await claimEvent({ source: busy, eventId: evt("done"), eventType: "t" })).outcome).toBe("duplicate");
+    expect((await claimEvent({ source: busy, eventId: evt("leased"), eventType: "t", leaseSeconds: 600 })).outcome).toBe("claimed");
+    expect((await claimEvent({ source: busy, eventId: evt("leased"), eventType: "t", leaseSeconds: 600 })).outcome).toBe("in_flight");
+    expect((await claimEvent({ source: busy, eventId: evt("hashed"), eventType: "t", payloadHash: HASH_A })).outcome).toBe("claimed");
+    expect((await claimEvent({ source: busy, eventId: evt("hashed"), eventType: "t", payloadHash: HASH_B })).outcome).toBe(
+      "payload_mismatch",
+    );
+    await flushClaimCounts();
+
+    await sql(
+      `INSERT INTO dedup_keys (source, event_id, event_type, status, claim_token, claim_kind, lease_expires_at, received_at, expires_at)
+       VALUES ($1, $2, 't', 'done', gen_random_uuid(), 'claimed', NULL, now() - interval '8 days', now() - interval '1 second'),
+              ($1, $3, 't', 'processing', gen_random_uuid(), 'claimed', now() - interval '1 second', now() - interval '1 hour', now() + interval '1 day'),
+              ($4, $2, 't', 'done', gen_random_uuid(), 'claimed', NULL, now(), now() + interval '1 day')`,
+      [busy, evt("expired"), evt("stuck"), uniq("ov-deleted")],
+    );
+    // 58 and 61 minutes back stay on their side of the window even if a minute turns over mid-test.
+    await sql(
+      `INSERT INTO claim_counts (bucket, source, claimed, duplicate, in_flight, payload_mismatch)
+       VALUES (date_trunc('minute', now()) - interval '58 minutes', $1, 7, 2, 0, 0),
+              (date_trunc('minute', now()) - interval '61 minutes', $1, 100, 100, 100, 100)`,
+      [quiet],
+    );
+
+    [{ now: before }] = await sql<{ now: Date }>("SELECT now()");
+    overview = await getOverview();
+    [{ now: after }] = await sql<{ now: Date }>("SELECT now()");
+  });
+
+  it("answers in the shape the console parses", () => {
+    expect(overviewSchema.safeParse(overview).success).toBe(true);
+  });
+
+  it("counts keys alive, in flight, lease lapsed and expired-but-unpruned by the database clock", () => {
+    expect(sourceIn(overview, busy).keys).toEqual({ alive: 4, inFlight: 2, leaseLapsed: 1, expired: 1 });
+    expect(sourceIn(overview, quiet).keys).toEqual({ alive: 0, inFlight: 0, leaseLapsed: 0, expired: 0 });
+  });
+
+  it("sums each claim outcome of the last hour from claim_counts", () => {
+    expect(sourceIn(overview, busy).lastHour).toEqual({ claimed: 3, duplicate: 1, inFlight: 1, payloadMismatch: 1 });
+  });
+
+  it("leaves out buckets older than the hour", () => {
+    expect(sourceIn(overview, quiet).lastHour).toEqual({ claimed: 7, duplicate: 2, inFlight: 0, payloadMismatch: 0 });
+  });
+
+  it("reads the time from the database and states the window it counted", () => {
+    const asOf = new Date(overview.asOf);
+    expect(asOf.getTime()).toBeGreaterThanOrEqual(before.getTime());
+    expect(asOf.getTime()).toBeLessThanOrEqual(after.getTime());
+    const minute = Math.floor(asOf.getTime() / 60_000) * 60_000;
+    expect(new Date(overview.lastHourSince).getTime()).toBe(minute - 59 * 60_000);
+  });
+
+  it("carries each source's TTL and its parts", () => {
+    expect(sourceIn(overview, busy).ttl).toEqual({
+      retryWindowSeconds: 259200,
+      queueLagSeconds: 86400,
+      clockSkewSeconds: 300,
+      replaySeconds: 259200,
+      ttlSeconds: 605100,
+    });
+  });
+
+  it("lists configured sources only, by name, and totals them", () => {
+    const names = overview.sources.map((s) => s.source);
+    expect(names).toEqual([...names].sort());
+    expect(names.some((n) => n.startsWith("ov-deleted"))).toBe(false);
+    expect(overview.totals.sources).toBe(overview.sources.length);
+    const alive = overview.sources.reduce((n, s) => n + s.keys.alive, 0);
+    const duplicates = overview.sources.reduce((n, s) => n + s.lastHour.duplicate, 0);
+    expect(overview.totals.keys.alive).toBe(alive);
+    expect(overview.totals.lastHour.duplicate).toBe(duplicates);
+  });
+});
+
+describe("GET /api/v1/overview", () => {
+  it("lets the console read without an API key", async () => {
+    const res = await GET(new Request("http://localhost/api/v1/overview"));
+    expect(res.status).toBe(200);
+    expect(overviewSchema.safeParse(await res.json()).success).toBe(true);
+  });
+
+  it("refuses an invalid API key with the one error body", async () => {
+    const res = await GET(new Request("http://localhost/api/v1/overview", { headers: { authorization: "Bearer nope" } }));
+    expect(res.status).toBe(401);
+    expect(((await res.json()) as { error: { code: string } }).error.code).toBe("unauthorized");
+  });
+});
+
+describe("overview display helpers", () => {
+  it("formats a TTL exactly", () => {
+    expect(formatDuration(605100)).toBe("7d 5m");
+    expect(formatDuration(90061)).toBe("1d 1h 1m 1s");
+    expect(formatDuration(0)).toBe("0s");
+  });
+
+  it("formats a share without dividing by zero or rounding a real figure to 0%", () => {
+    expect(formatPercent(0, 0)).toBe("—");
+    expect(formatPercent(1, 2000)).toBe("<0.1%");
+    expect(formatPercent(1, 3)).toBe("33%");
+    expect(formatPercent(1, 40)).toBe("2.5%");
+  });
+});
