@@ -1,0 +1,188 @@
+/**
+ * Smoke test of `keyward start` on the embedded database (no DATABASE_URL): a real server process on a
+ * free port over a temporary KEYWARD_DATA_DIR, the CLI sharing its database while it runs, claims over
+ * real HTTP, the CLI on its own while the server is down, and the keys surviving a restart.
+ *
+ * Needs a production build (.next/BUILD_ID). If there is none, beforeAll runs `next build` once; an
+ * existing build is never rebuilt here (other work may be building or serving it).
+ */
+import { execFile, spawn, spawnSync, type ChildProcess } from "node:child_process";
+import { existsSync } from "node:fs";
+import { mkdtemp, readFile, rm } from "node:fs/promises";
+import net from "node:net";
+import os from "node:os";
+import path from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+
+const ROOT = path.resolve(import.meta.dirname, "../..");
+const BIN = path.join(ROOT, "bin/keyward.cjs");
+const START_TIMEOUT_MS = 60_000;
+
+let dataDir: string;
+let port: number;
+let server: Server | undefined;
+/** Every server spawned, so afterAll stops even one that never finished starting. */
+const spawned: Server[] = [];
+
+/** The child's environment: the embedded database in dataDir, never the test run's DATABASE_URL. */
+function childEnv(): NodeJS.ProcessEnv {
+  // NODE_ENV: vitest sets "test"; a user's shell does not.
+  const drop = new Set(["DATABASE_URL", "NODE_ENV", "KEYWARD_DB_STATEMENT_TIMEOUT_MS"]);
+  const env = Object.fromEntries(Object.entries(process.env).filter(([k]) => !drop.has(k))) as NodeJS.ProcessEnv;
+  return Object.assign(env, { KEYWARD_DATA_DIR: dataDir, PORT: String(port), HOSTNAME: "127.0.0.1" });
+}
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = net.createServer();
+    srv.once("error", reject);
+    srv.listen(0, "127.0.0.1", () => {
+      const p = (srv.address() as net.AddressInfo).port;
+      srv.close(() => resolve(p));
+    });
+  });
+}
+
+type Server = { child: ChildProcess; output: () => string; exited: Promise<number | null> };
+
+/** Spawns `keyward start --no-build` and resolves once it prints "console and API on". */
+function startServer(): Promise<Server> {
+  const child = spawn(process.execPath, [BIN, "start", "--no-build"], { cwd: ROOT, env: childEnv(), stdio: ["ignore", "pipe", "pipe"] });
+  let out = "";
+  child.stdout!.on("data", (d: Buffer) => (out += d.toString()));
+  child.stderr!.on("data", (d: Buffer) => (out += d.toString()));
+  const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
+  const s: Server = { child, output: () => out, exited };
+  spawned.push(s);
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`server did not start within ${START_TIMEOUT_MS} ms:\n${out}`)), START_TIMEOUT_MS);
+    const poll = setInterval(() => {
+      if (out.includes("console and API on")) {
+        clearInterval(poll);
+        clearTimeout(timer);
+        resolve(s);
+      }
+    }, 50);
+    void exited.then((code) => {
+      clearInterval(poll);
+      clearTimeout(timer);
+      reject(new Error(`keyward start exited with ${code} before serving:\n${out}`));
+    });
+  });
+}
+
+async function stopServer(s: Server | undefined): Promise<number | null> {
+  if (!s || s.child.exitCode !== null || s.child.signalCode !== null) return s?.child.exitCode ?? null;
+  s.child.kill("SIGTERM");
+  const code = await Promise.race([s.exited, new Promise<"timeout">((r) => setTimeout(() => r("timeout"), 15_000))]);
+  if (code === "timeout") {
+    s.child.kill("SIGKILL");
+    return s.exited;
+  }
+  return code;
+}
+
+function keyward(...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    execFile(process.execPath, [BIN, ...args], { cwd: ROOT, env: childEnv(), timeout: 60_000 }, (err, stdout, stderr) => {
+      resolve({ code: err ? (typeof err.code === "number" ? err.code : 1) : 0, stdout, stderr });
+    });
+  });
+}
+
+async function claimOverHttp(key: string, body: Record<string, unknown>) {
+  const res = await fetch(`http://127.0.0.1:${port}/api/v1/claims`, {
+    method: "POST",
+    headers: { "content-type": "application/json", authorization: `Bearer ${key}` },
+    body: JSON.stringify(body),
+  });
+  return { status: res.status, body: (await res.json()) as Record<string, any> };
+}
+
+beforeAll(async () => {
+  if (!existsSync(path.join(ROOT, ".next", "BUILD_ID"))) {
+    const build = spawnSync(process.execPath, [path.join(ROOT, "node_modules/next/dist/bin/next"), "build"], {
+      cwd: ROOT,
+      stdio: "inherit",
+      timeout: 600_000,
+    });
+    if (build.status !== 0) throw new Error(`next build failed (exit ${build.status})`);
+  }
+  dataDir = await mkdtemp(path.join(os.tmpdir(), "keyward-e2e-"));
+  port = await freePort();
+}, 660_000);
+
+afterAll(async () => {
+  for (const s of spawned) await stopServer(s);
+  if (dataDir) await rm(dataDir, { recursive: true, force: true });
+}, 30_000);
+
+describe("keyward start on the embedded database", () => {
+  it(
+    "serves claims over HTTP, shares its database with the CLI, and keeps keys across a restart",
+    async () => {
+      server = await startServer();
+      const firstOutput = server.output();
+      // It says which database it uses: the embedded one in the data directory, not a DATABASE_URL.
+      expect(firstOutput).toContain(`[keyward] database: embedded PostgreSQL (PGlite) in ${path.join(dataDir, "pgdata")}`);
+      expect(firstOutput).not.toContain("(DATABASE_URL)");
+      expect(firstOutput).toContain(`console and API on http://127.0.0.1:${port}`);
+
+      // The server owns the data directory; the CLI must go through its port.
+      const owner = JSON.parse(await readFile(path.join(dataDir, "owner.json"), "utf8")) as { pid: number; port: number };
+      expect(owner.pid).toBe(server.child.pid);
+      expect(owner.port).toBeGreaterThan(0);
+
+      const src = await keyward("source", "create", "emb-e2e", "--retry-window", "1d", "--queue-lag", "1h", "--clock-skew", "5m", "--replay", "1d");
+      expect(src.stderr).toBe("");
+      expect(src.code).toBe(0);
+      expect(src.stdout).toContain("created source emb-e2e: TTL 2d1h5m");
+      const created = await keyward("apikey", "create", "--name", "e2e", "--scopes", "claims:write");
+      expect(created.code).toBe(0);
+      const key = created.stdout.trim();
+      expect(key).toMatch(/^kw_[a-z0-9]{12}_[A-Za-z0-9_-]{43}$/);
+
+      // Printed right after it started listening, to a first-time user.
+      expect(server.output()).toMatch(/no source yet/);
+
+      // Claims over real HTTP against the running server see what the CLI wrote.
+      const event = { source: "emb-e2e", eventId: "evt_1", eventType: "charge.succeeded" };
+      const first = await claimOverHttp(key, event);
+      expect(first.status).toBe(201);
+      expect(first.body.outcome).toBe("claimed");
+      const ttlMs = Date.parse(first.body.expiresAt) - Date.parse(first.body.firstSeenAt);
+      expect(ttlMs).toBe((2 * 86400 + 3600 + 300) * 1000);
+      const dup = await claimOverHttp(key, event);
+      expect(dup.status).toBe(200);
+      expect(dup.body).toMatchObject({ outcome: "duplicate", duplicateCount: 1 });
+
+      const state = await fetch(`http://127.0.0.1:${port}/api/v1/claims/emb-e2e/evt_1`, { headers: { authorization: `Bearer ${key}` } });
+      expect(state.status).toBe(200);
+      expect(await state.json()).toMatchObject({ state: "alive", duplicateCount: 1 });
+      const anon = await claimOverHttp("kw_000000000000_" + "A".repeat(43), event);
+      expect(anon.status).toBe(401);
+
+      // Stop with SIGTERM: a clean exit that gives the data directory back.
+      expect(await stopServer(server)).toBe(0);
+      expect(server.output()).toContain("SIGTERM: shutting down");
+      expect(existsSync(path.join(dataDir, "owner.json"))).toBe(false);
+
+      // With no server running, the CLI opens the data directory itself, and hands it back when done.
+      const listed = await keyward("source", "list");
+      expect(listed.code).toBe(0);
+      expect(listed.stdout).toMatch(/^emb-e2e\s+2d1h5m/m);
+      expect(existsSync(path.join(dataDir, "owner.json"))).toBe(false);
+
+      // Start again on the same data directory: the key is still there.
+      server = await startServer();
+      expect(server.output()).toContain("[keyward] database schema is up to date");
+      const again = await claimOverHttp(key, event);
+      expect(again.status).toBe(200);
+      expect(again.body).toMatchObject({ outcome: "duplicate", duplicateCount: 2, firstSeenAt: first.body.firstSeenAt });
+      const fresh = await claimOverHttp(key, { ...event, eventId: "evt_2" });
+      expect(fresh.status).toBe(201);
+      expect(server.output()).not.toMatch(/no source yet|no API key yet/);
+    },
+    180_000,
+  );
+});
