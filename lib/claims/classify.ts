@@ -40,9 +40,10 @@ export function hashesConflict(a: string | null | undefined, b: string | null | 
   return a != null && b != null && a !== b;
 }
 
-function outcomeOf(row: ClaimRow, input: ClaimInput): ClaimOutcome {
-  if (row.claimed_now) return "claimed";
+function outcomeOf(row: ClaimRow, input: ClaimInput, firstOccurrence: boolean): ClaimOutcome {
+  if (row.claimed_now && firstOccurrence) return "claimed";
   if (hashesConflict(row.payload_hash, input.payloadHash)) return "payload_mismatch";
+  if (row.claimed_now) return "duplicate"; // a repeat of this batch's own claim
   if (row.status === "processing") return "in_flight";
   return "duplicate";
 }
@@ -60,8 +61,7 @@ export function classifyClaims(source: string, events: readonly ClaimInput[], ro
     if (!row) throw new Error(`claim statement returned no row for event ${input.eventId}`);
     const firstOccurrence = !answered.has(input.eventId);
     answered.add(input.eventId);
-    let outcome = outcomeOf(row, input);
-    if (!firstOccurrence && outcome === "claimed") outcome = "duplicate";
+    const outcome = outcomeOf(row, input, firstOccurrence);
     const result: ClaimResult = {
       outcome,
       source,

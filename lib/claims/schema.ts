@@ -1,7 +1,6 @@
 /** Zod schemas for the claim API, shared by the routes, the in-process library, the CLI and the tests. */
 import { z } from "zod";
 
-// eslint-disable-next-line no-control-regex
 const CONTROL_CHARS = /[\u0000-\u001f\u007f-\u009f]/;
 
 export const sourceName = z

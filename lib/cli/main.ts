@@ -55,7 +55,8 @@ program
   .description("build if needed, migrate, and serve the console and API (embedded database unless DATABASE_URL is set)")
   .option("--no-build", "serve the existing build without checking whether it is current")
   .action(async (opts: { build: boolean }) => {
-    const { startServer } = await import("../server/start"); // loads Next only for this command
+    // required lazily so that only this command loads Next (tsx's require hook resolves the .ts file)
+    const { startServer } = require("../server/start") as typeof import("../server/start");
     await startServer({ build: opts.build });
   });
 

@@ -3,8 +3,8 @@
  * free port over a temporary KEYWARD_DATA_DIR, the CLI sharing its database while it runs, claims over
  * real HTTP, the CLI on its own while the server is down, and the keys surviving a restart.
  *
- * Needs a production build (.next/BUILD_ID). If there is none, beforeAll runs `next build` once; an
- * existing build is never rebuilt here (other work may be building or serving it).
+ * Needs a current production build: beforeAll runs `next build` when there is none or a source file is
+ * newer than it (the same check `keyward start` makes), then starts the server with --no-build.
  */
 import { execFile, spawn, spawnSync, type ChildProcess } from "node:child_process";
 import { existsSync } from "node:fs";
@@ -13,6 +13,7 @@ import net from "node:net";
 import os from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { buildIfNeeded } from "../../lib/server/build";
 
 const ROOT = path.resolve(import.meta.dirname, "../..");
 const BIN = path.join(ROOT, "bin/keyward.cjs");
@@ -100,14 +101,7 @@ async function claimOverHttp(key: string, body: Record<string, unknown>) {
 }
 
 beforeAll(async () => {
-  if (!existsSync(path.join(ROOT, ".next", "BUILD_ID"))) {
-    const build = spawnSync(process.execPath, [path.join(ROOT, "node_modules/next/dist/bin/next"), "build"], {
-      cwd: ROOT,
-      stdio: "inherit",
-      timeout: 600_000,
-    });
-    if (build.status !== 0) throw new Error(`next build failed (exit ${build.status})`);
-  }
+  buildIfNeeded();
   dataDir = await mkdtemp(path.join(os.tmpdir(), "keyward-e2e-"));
   port = await freePort();
 }, 660_000);

@@ -122,7 +122,10 @@ BEGIN
             cur.status := inc.status;
             cur.lease_expires_at := inc.lease_expires_at;
             cur.payload_hash := coalesce(cur.payload_hash, inc.payload_hash);
-            cur.duplicate_count := cur.duplicate_count + inc.duplicate_count;
+            IF inc.duplicate_count > 0 THEN
+                cur.duplicate_count := cur.duplicate_count + inc.duplicate_count;
+                cur.last_duplicate_at := now();
+            END IF;
         END IF;
         RETURN cur;
     END IF;
