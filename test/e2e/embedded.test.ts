@@ -6,7 +6,7 @@
  * Needs a current production build: beforeAll runs `next build` when there is none or a source file is
  * newer than it (the same check `keyward start` makes), then starts the server with --no-build.
  */
-import { execFile, spawn, spawnSync, type ChildProcess } from "node:child_process";
+import { execFile, spawn, type ChildProcess } from "node:child_process";
 import { existsSync } from "node:fs";
 import { mkdtemp, readFile, rm } from "node:fs/promises";
 import net from "node:net";
