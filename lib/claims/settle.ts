@@ -66,7 +66,7 @@ export type SettleResult = {
   duplicateCount: number;
 };
 
-function refuse(row: SettleRow | undefined, source: string, eventId: string, action: string): void {
+function refuse(row: SettleRow | undefined, source: string, eventId: string, action: string): asserts row is SettleRow {
   if (!row || row.expired) {
     throw KeywardError.notFound(
       "key_not_found",
@@ -78,19 +78,23 @@ function refuse(row: SettleRow | undefined, source: string, eventId: string, act
   }
 }
 
+function settled(key: { source: string; eventId: string }, row: SettleRow, status: SettleResult["status"]): SettleResult {
+  return {
+    source: key.source,
+    eventId: key.eventId,
+    status,
+    firstSeenAt: row.received_at.toISOString(),
+    expiresAt: row.expires_at.toISOString(),
+    duplicateCount: row.duplicate_count,
+  };
+}
+
 /** Marks an in-flight claim done. Completing an already-done claim with its own token is a no-op. */
 export async function completeClaim(request: CompleteRequest, options: ClaimOptions = {}): Promise<SettleResult> {
   const r = parseOrThrow(completeRequest, request);
   const [row] = await query<SettleRow>(COMPLETE_SQL, [r.source, r.eventId, r.claimToken, options.actor ?? "library"], options.on);
   refuse(row, r.source, r.eventId, "complete");
-  return {
-    source: r.source,
-    eventId: r.eventId,
-    status: "done",
-    firstSeenAt: row.received_at.toISOString(),
-    expiresAt: row.expires_at.toISOString(),
-    duplicateCount: row.duplicate_count,
-  };
+  return settled(r, row, "done");
 }
 
 /** Deletes a live claim (with its token, or unconditionally without one) so the next delivery is processed. */
@@ -102,12 +106,5 @@ export async function releaseClaim(request: ReleaseRequest, options: ClaimOption
     options.on,
   );
   refuse(row, r.source, r.eventId, "release");
-  return {
-    source: r.source,
-    eventId: r.eventId,
-    status: "released",
-    firstSeenAt: row.received_at.toISOString(),
-    expiresAt: row.expires_at.toISOString(),
-    duplicateCount: row.duplicate_count,
-  };
+  return settled(r, row, "released");
 }
