@@ -1,0 +1,327 @@
+/**
+ * `npm run bench`: claims per second and p50/p99 latency of (a) raw pg running CLAIM_SQL, (a′) the bare
+ * INSERT … ON CONFLICT DO NOTHING, (b) the in-process library and (c) the HTTP API against the real
+ * server, for single claims and batches, each quoted as a ratio to (a) measured right around it.
+ * Prints the table and writes docs/benchmarks.md. A benchmark, not a test: it asserts nothing but that
+ * every request got the answer it should.
+ *
+ * It creates its own database on the local PostgreSQL (BENCH_DATABASE_URL's server, default
+ * postgresql://postgres@127.0.0.1:5432/postgres), starts the server on a free port, and drops the
+ * database and stops the server at the end, also on failure or Ctrl-C.
+ *
+ * The machine is shared and noisy, so the measurement is interleaved: in every cycle, each block
+ * (one shape: batch size × clients) runs baseline, X1, baseline, X2, …, baseline in short slices, and
+ * each scenario's slice is compared with the two baseline slices around it. The order of the scenarios
+ * rotates from cycle to cycle; the published ratio is the median over cycles.
+ *
+ * Knobs (environment): BENCH_CYCLES (6), BENCH_SLICE_MS (250 for single claims; batches of 100 get
+ * 1.5×, of 1000 3×, so that long requests still complete a few times), BENCH_WARM_MS (200),
+ * BENCH_OUT (docs/benchmarks.md; "-" to skip writing).
+ */
+import "./keep-connections.cjs"; // before any pool exists: see the file
+import { execSync } from "node:child_process";
+import { randomBytes } from "node:crypto";
+import { statSync, writeFileSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import pg from "pg";
+import { migrate } from "../../lib/db/migrate";
+import { closeDb } from "../../lib/db/client";
+import { loadEnv } from "../../lib/config/env";
+import { createSource } from "../../lib/sources/sources";
+import { createApiKey } from "../../lib/auth/api-keys";
+import { flushClaimCounts } from "../../lib/metrics/claim-counts";
+import { CLAIM_SQL } from "../../lib/claims/claim";
+import { drive } from "./drive";
+import { JsonClient } from "./http-client";
+import { ensureBuild, startServer, type RunningServer } from "./server";
+import { buildBlocks, claimParams, newEventId, type BenchContext, type Block, type Cell } from "./scenarios";
+import { eventsPerSec, median, rotate, summarise, type Paired, type RoundSample } from "./stats";
+import { aimLines, costSplit, markdownReport, textTable, type Aim, type Machine, type Row } from "./report";
+
+const ROOT = path.resolve(__dirname, "../..");
+const SERVER_URL = process.env.BENCH_DATABASE_URL ?? "postgresql://postgres@127.0.0.1:5432/postgres";
+
+const knob = (name: string, def: number) => {
+  const v = Number(process.env[name] ?? def);
+  if (!Number.isFinite(v) || v <= 0) throw new Error(`${name} must be a positive number`);
+  return v;
+};
+const CYCLES = knob("BENCH_CYCLES", 6);
+const SLICE_MS = knob("BENCH_SLICE_MS", 250);
+const WARM_MS = knob("BENCH_WARM_MS", 200);
+const OUT = process.env.BENCH_OUT ?? path.join(ROOT, "docs", "benchmarks.md");
+const CONCURRENCY = [1, 8];
+const BATCH_SIZES = [100, 1000];
+const DUPLICATE_POOL = 20_000;
+
+const cleanups: (() => Promise<unknown> | void)[] = [];
+let cleaning: Promise<void> | undefined;
+function cleanup(): Promise<void> {
+  cleaning ??= (async () => {
+    for (const fn of cleanups.reverse()) {
+      try {
+        await fn();
+      } catch (err) {
+        console.error(`bench: cleanup step failed: ${(err as Error).message}`);
+      }
+    }
+  })();
+  return cleaning;
+}
+
+const t0 = performance.now();
+const elapsed = () => `${((performance.now() - t0) / 1000).toFixed(0)} s`;
+const log = (msg: string) => console.log(`bench [${elapsed()}] ${msg}`);
+
+async function adminQuery(sql: string): Promise<void> {
+  const c = new pg.Client({ connectionString: SERVER_URL });
+  await c.connect();
+  try {
+    await c.query(sql);
+  } finally {
+    await c.end();
+  }
+}
+
+async function machine(pool: pg.Pool, server: string): Promise<Machine> {
+  const { rows } = await pool.query<{ v: string; sc: string; sb: string; fs: string }>(
+    `SELECT current_setting('server_version') AS v, current_setting('synchronous_commit') AS sc,
+            current_setting('shared_buffers') AS sb, current_setting('fsync') AS fs`,
+  );
+  const cpus = os.cpus();
+  let commit = "unknown";
+  try {
+    commit = execSync("git rev-parse --short HEAD", { cwd: ROOT, encoding: "utf8" }).trim();
+  } catch {
+    /* not a git checkout */
+  }
+  return {
+    date: new Date().toISOString().replace(/\.\d+Z$/, "Z"),
+    cpu: cpus[0]?.model.trim() ?? "unknown",
+    cores: cpus.length,
+    memoryGiB: os.totalmem() / 2 ** 30,
+    os: `${os.type()} ${os.release()} ${os.arch()}`,
+    node: process.version,
+    postgres: rows[0].v,
+    pgSettings: `synchronous_commit=${rows[0].sc}, fsync=${rows[0].fs}, shared_buffers=${rows[0].sb}`,
+    loadAverage: os.loadavg().map((l) => l.toFixed(2)).join(", "),
+    commit,
+    server,
+    build: statSync(path.join(ROOT, ".next", "BUILD_ID")).mtime.toISOString().replace(/\.\d+Z$/, "Z"),
+  };
+}
+
+/**
+ * Runs CYCLES cycles over all blocks; in each block: baseline, X1, baseline, X2, …, baseline, with the
+ * scenarios in an order rotated by the cycle. Returns one summarised row per scenario.
+ */
+async function measure(
+  blocks: Block[],
+  run: (c: Cell, ms: number) => Promise<RoundSample>,
+  sliceOf: (b: Block) => number,
+): Promise<Row[]> {
+  const baselineOf = (b: Block) => b.cells.find((c) => c.kind === "raw")!;
+  const paired = new Map<Cell, Paired[]>();
+  const baselineSlices = new Map<Block, RoundSample[]>(blocks.map((b) => [b, []]));
+  for (let cycle = 0; cycle < CYCLES; cycle++) {
+    for (const b of blocks) {
+      const base = baselineOf(b);
+      const slices = baselineSlices.get(b)!;
+      let before = await run(base, sliceOf(b));
+      slices.push(before);
+      for (const c of rotate(b.cells.filter((x) => x !== base), cycle)) {
+        const sample = await run(c, sliceOf(b));
+        const after = await run(base, sliceOf(b));
+        slices.push(after);
+        const around = (eventsPerSec(before) + eventsPerSec(after)) / 2;
+        paired.set(c, [...(paired.get(c) ?? []), { sample, baselineEventsPerSec: around }]);
+        before = after;
+      }
+    }
+    const progress = blocks.find((b) => b.batch === 1 && b.clients === Math.max(...CONCURRENCY))!;
+    const rate = median(baselineSlices.get(progress)!.map((x) => x.opsPerSec));
+    log(`cycle ${cycle + 1}/${CYCLES} done (raw single claims at ${progress.clients} clients, median so far: ${Math.round(rate)}/s)`);
+  }
+  return blocks.flatMap((block) => {
+    const base = baselineOf(block);
+    const baseline = baselineSlices.get(block)!;
+    const self = baseline.map((x) => ({ sample: x, baselineEventsPerSec: eventsPerSec(x) }));
+    return block.cells.map((cell) => ({ block, cell, s: summarise(cell === base ? self : paired.get(cell)!, baseline) }));
+  });
+}
+
+function aimsOf(rows: Row[]): Aim[] {
+  const ratioOf = (kind: string, batch: number, clients: number) =>
+    rows.find((r) => r.cell.kind === kind && r.cell.batch === batch && r.cell.clients === clients)!.s.ratio.median;
+  const lib = CONCURRENCY.map((n) => ratioOf("lib", 1, n));
+  const httpSingle = ratioOf("http", 1, 8);
+  return [
+    {
+      text: "library ≥ 0.9× raw (single claims, 1 and 8 clients)",
+      value: CONCURRENCY.map((n, i) => `${lib[i].toFixed(2)}× at ${n}`).join(", "),
+      met: lib.every((r) => r >= 0.9),
+    },
+    { text: "HTTP single claims ≥ 0.5× raw at 8 clients", value: `${httpSingle.toFixed(2)}×`, met: httpSingle >= 0.5 },
+    ...CONCURRENCY.map((n) => {
+      const r = ratioOf("http", 1000, n);
+      return { text: `HTTP batch of 1000 ≥ 0.8× raw batch (${n} client${n > 1 ? "s" : ""})`, value: `${r.toFixed(2)}×`, met: r >= 0.8 };
+    }),
+  ];
+}
+
+async function main(): Promise<void> {
+  ensureBuild();
+
+  const dbName = `keyward_bench_${Date.now()}_${randomBytes(3).toString("hex")}`;
+  await adminQuery(`CREATE DATABASE "${dbName}"`);
+  cleanups.push(() => adminQuery(`DROP DATABASE IF EXISTS "${dbName}" WITH (FORCE)`));
+  const url = new URL(SERVER_URL);
+  url.pathname = `/${dbName}`;
+  const databaseUrl = url.toString();
+  process.env.DATABASE_URL = databaseUrl; // the library's shared pool (lib/db/client.ts) opens this
+  log(`database ${dbName} created; migrating`);
+  await migrate(databaseUrl);
+
+  const poolMax = loadEnv().KEYWARD_DB_POOL_MAX;
+  const newPool = () => new pg.Pool({ connectionString: databaseUrl, max: poolMax, application_name: "keyward-bench-raw" });
+  const rawPool = newPool();
+  const controlPool = newPool();
+  const extraPools = new Set<pg.Pool>();
+  cleanups.push(() => Promise.all([rawPool, controlPool, ...extraPools].map((p) => p.end())));
+  cleanups.push(async () => {
+    await flushClaimCounts().catch(() => {});
+    await closeDb();
+  });
+
+  // A Stripe-class source: 3 d retries + 1 d queue lag + 5 min skew + 3 d replay.
+  const source = await createSource({
+    name: "bench",
+    retryWindowSeconds: 3 * 86400,
+    queueLagSeconds: 86400,
+    clockSkewSeconds: 300,
+    replaySeconds: 3 * 86400,
+  });
+  const apiKey = await createApiKey({ name: "bench", scopes: ["claims:write"] });
+
+  log("starting the server (node bin/keyward.cjs start --no-build)");
+  let server: RunningServer | undefined;
+  const serverStarting = startServer(databaseUrl).then((s) => {
+    server = s;
+    return s;
+  });
+  cleanups.push(async () => {
+    const s = server ?? (await serverStarting.catch(() => undefined));
+    await s?.stop();
+  });
+
+  // Ids for the duplicate scenarios, claimed through the same statement while the server starts.
+  const claimedIds: string[] = [];
+  for (let i = 0; i < DUPLICATE_POOL / 1000; i++) {
+    const ids = Array.from({ length: 1000 }, newEventId);
+    await rawPool.query(CLAIM_SQL, claimParams(source.name, ids));
+    claimedIds.push(...ids);
+  }
+  const { baseUrl, command: serverCommand } = await serverStarting;
+  log(`server ready on ${baseUrl}`);
+
+  const clients = new Map<string, JsonClient>();
+  const client = (clientsCount: number, key: string) => {
+    const id = `${clientsCount}:${key}`;
+    let c = clients.get(id);
+    if (!c) {
+      c = new JsonClient(baseUrl, clientsCount, { authorization: `Bearer ${key}` });
+      clients.set(id, c);
+    }
+    return c;
+  };
+  cleanups.push(() => clients.forEach((c) => c.close()));
+
+  const ctx: BenchContext = {
+    source: source.name,
+    ttlSeconds: source.ttlSeconds,
+    rawPool,
+    controlPool,
+    newPool: () => {
+      const p = newPool();
+      extraPools.add(p);
+      return p;
+    },
+    endPool: async (p) => {
+      extraPools.delete(p);
+      await p.end();
+    },
+    apiKey: apiKey.key,
+    http: (n) => client(n, apiKey.key),
+    httpBadKey: (n) => client(n, "not-a-keyward-key"),
+    claimedIds,
+  };
+  const blocks = buildBlocks(ctx, CONCURRENCY, BATCH_SIZES);
+  const sliceOf = (b: Block) => SLICE_MS * (b.batch === 1 ? 1 : b.batch < 1000 ? 1.5 : 3);
+  // Before each slice, one untimed request per client: pg pools close connections idle for 10 s (the
+  // default idleTimeoutMillis, which lib/db/client.ts keeps), and a scenario runs again only after the
+  // others, so without this each slice would start by opening connections to cold backends.
+  const run = async (c: Cell, ms: number) => {
+    await c.beforeSlice?.();
+    await Promise.all(Array.from({ length: c.clients }, () => c.op()));
+    return drive(c.op, c.clients, ms, c.batch);
+  };
+
+  log(`warming up ${blocks.reduce((n, b) => n + b.cells.length, 0)} scenarios`);
+  for (const b of blocks) for (const c of b.cells) await run(c, WARM_MS);
+  await rawPool.query("CHECKPOINT");
+
+  const rows = await measure(blocks, run, sliceOf);
+  const mainRows = rows.filter((r) => r.cell.table === "main");
+  const driverRows = rows.filter(
+    (r) => r.block.cells.some((c) => c.table === "driver") && (r.cell.table === "driver" || r.cell.kind === "raw" || r.cell.kind === "control"),
+  );
+  const split = rows.filter((r) => r.cell.batch === 1 && (r.cell.table === "split" || r.cell.kind === "http" || r.cell.kind === "raw"));
+  const splitLines = Object.fromEntries(CONCURRENCY.map((n) => [n, costSplit(rows, n)]));
+
+  const aims = aimsOf(rows);
+
+  const mach = await machine(rawPool, serverCommand);
+  const totalSeconds = Math.round((performance.now() - t0) / 1000);
+  console.log(`\nKeyward claim benchmark — ${mach.date}; ${mach.cpu} × ${mach.cores}, PostgreSQL ${mach.postgres}, Node ${mach.node}`);
+  console.log(`${CYCLES} cycles; each ratio is the median over cycles of (scenario ÷ the (a) slices just before and after it), [middle half of cycles]\n`);
+  console.log(textTable(mainRows));
+  console.log(`\nThe same statement and parameters through Prisma $queryRawUnsafe, as a named prepared statement, and on fresh connections:\n`);
+  console.log(textTable(driverRows));
+  console.log(`\nHTTP cost split:\n`);
+  console.log(textTable(split, "req/s"));
+  for (const n of CONCURRENCY) console.log(`\nat ${n} client${n > 1 ? "s" : ""}:\n  ${splitLines[n].join("\n  ")}`);
+  console.log(`\nAims:\n  ${aimLines(aims).join("\n  ")}`);
+
+  if (OUT !== "-") {
+    writeFileSync(
+      OUT,
+      markdownReport({
+        machine: mach,
+        config: { cycles: CYCLES, sliceMs: SLICE_MS, poolMax, totalSeconds },
+        main: mainRows,
+        driver: driverRows,
+        split,
+        splitLines,
+        aims,
+      }),
+    );
+    log(`wrote ${path.relative(process.cwd(), OUT)}`);
+  }
+}
+
+let interrupted = false;
+process.once("SIGINT", () => {
+  interrupted = true;
+  console.error("\nbench: interrupted; cleaning up");
+  void cleanup().finally(() => process.exit(130));
+});
+
+main()
+  .then(cleanup, async (err: unknown) => {
+    if (interrupted) return; // the requests in flight failed because cleanup closed their pools
+    console.error(`bench: failed: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}`);
+    process.exitCode = 1;
+    await cleanup();
+  })
+  .finally(() => log("done"));
