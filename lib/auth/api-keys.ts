@@ -7,7 +7,7 @@ import { createHash, randomBytes, timingSafeEqual } from "node:crypto";
 import { KeywardError } from "../errors";
 import { prisma } from "../db/client";
 import { isUniqueViolation } from "../db/errors";
-import { query } from "../db/sql";
+import { query, type PreparedSql } from "../db/sql";
 import { parseOrThrow } from "../http/validate";
 import { createApiKeyRequest, type Scope } from "./schema";
 
@@ -55,6 +55,15 @@ export async function revokeApiKey(idOrName: string): Promise<ApiKeyInfo> {
   return toInfo(await prisma().apiKey.update({ where: { id: row.id }, data: { revokedAt: new Date() } }));
 }
 
+const VERIFY_KEY_SQL: PreparedSql = {
+  name: "keyward_verify_api_key",
+  text: `WITH k AS (SELECT id, name, scopes, key_hash, revoked_at IS NOT NULL AS revoked FROM api_keys WHERE id = $1),
+     touched AS (UPDATE api_keys SET last_used_at = now()
+                 WHERE id = $1 AND key_hash = $2 AND revoked_at IS NULL
+                   AND (last_used_at IS NULL OR last_used_at < now() - interval '1 minute'))
+     SELECT * FROM k`,
+};
+
 /**
  * Verifies a presented key: one indexed read, which also stamps last_used_at at most once a minute
  * (so the claim hot path does not write the key row on every request). Returns null if invalid.
@@ -63,11 +72,7 @@ export async function verifyApiKey(presented: string): Promise<ApiKeyPrincipal |
   const m = KEY_PATTERN.exec(presented);
   if (!m) return null;
   const rows = await query<{ id: string; name: string; scopes: string[]; key_hash: string; revoked: boolean }>(
-    `WITH k AS (SELECT id, name, scopes, key_hash, revoked_at IS NOT NULL AS revoked FROM api_keys WHERE id = $1),
-     touched AS (UPDATE api_keys SET last_used_at = now()
-                 WHERE id = $1 AND key_hash = $2 AND revoked_at IS NULL
-                   AND (last_used_at IS NULL OR last_used_at < now() - interval '1 minute'))
-     SELECT * FROM k`,
+    VERIFY_KEY_SQL,
     [m[1], sha256(presented).toString("hex")],
   );
   const row = rows[0];

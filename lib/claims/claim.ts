@@ -10,7 +10,7 @@
  * statement: a claim and its audit row commit together or not at all.
  */
 import { KeywardError } from "../errors";
-import { query, type Queryable } from "../db/sql";
+import { query, type PreparedSql, type Queryable } from "../db/sql";
 import { classifyClaims, dedupeBatch, type ClaimRow } from "./classify";
 import {
   batchClaimRequest,
@@ -22,7 +22,7 @@ import {
 import { parseOrThrow } from "../http/validate";
 import { countClaimOutcomes } from "../metrics/claim-counts";
 
-export const CLAIM_SQL = `
+export const CLAIM_SQL: PreparedSql = { name: "keyward_claim", text: `
 WITH input AS MATERIALIZED (
   SELECT i.event_id, i.event_type, i.payload_hash, i.repeats, gen_random_uuid() AS token
   FROM unnest($2::text[], $3::text[], $4::text[], $5::int[]) AS i(event_id, event_type, payload_hash, repeats)
@@ -60,7 +60,7 @@ audited AS (
 SELECT event_id, status, claim_kind, claimed_now,
        CASE WHEN claimed_now THEN claim_token END AS claim_token,
        payload_hash, lease_expires_at, received_at, expires_at, duplicate_count
-FROM joined`;
+FROM joined` };
 
 export type ClaimOptions = {
   /** Who claims, recorded in the audit history (an API key's name, or "library"). */

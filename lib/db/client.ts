@@ -21,6 +21,7 @@ export function createPool(url: string): pg.Pool {
     connectionString: url,
     max: env.KEYWARD_DB_POOL_MAX,
     connectionTimeoutMillis: env.KEYWARD_DB_CONNECT_TIMEOUT_MS,
+    idleTimeoutMillis: env.KEYWARD_DB_IDLE_TIMEOUT_MS,
     statement_timeout: env.KEYWARD_DB_STATEMENT_TIMEOUT_MS,
     query_timeout: env.KEYWARD_DB_STATEMENT_TIMEOUT_MS + 1000,
     application_name: "keyward",

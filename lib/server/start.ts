@@ -1,6 +1,7 @@
 /**
  * `keyward start`: build if needed, open the database (DATABASE_URL or the embedded one), apply
- * migrations (a failure stops start-up), then serve the console and API with Next in this process.
+ * migrations (a failure stops start-up), then serve the console and API with Next in this process
+ * (the claim endpoints through the fast path in fast-routes.ts, everything else through Next).
  */
 import http from "node:http";
 import next from "next";
@@ -11,6 +12,7 @@ import { closeDb } from "../db/client";
 import { query } from "../db/sql";
 import { flushClaimCounts } from "../metrics/claim-counts";
 import { buildIfNeeded, ensureGeneratedClient, ROOT } from "./build";
+import { matchFastRoute, serveFast } from "./fast-routes";
 
 export async function startServer(options: { build?: boolean } = {}): Promise<void> {
   const env = loadEnv();
@@ -31,7 +33,15 @@ export async function startServer(options: { build?: boolean } = {}): Promise<vo
   const app = next({ dev: false, dir: ROOT, hostname: env.HOSTNAME, port: env.PORT });
   await app.prepare();
   const handle = app.getRequestHandler();
-  const server = http.createServer((req, res) => void handle(req, res));
+  const server = http.createServer((req, res) => {
+    const fast = matchFastRoute(req.method, req.url);
+    if (!fast) return void handle(req, res);
+    serveFast(fast, req, res).catch((err) => {
+      console.error("[keyward] fast route failed:", err);
+      if (!res.headersSent) res.writeHead(500, { "content-type": "application/json" });
+      res.end(JSON.stringify({ error: { code: "internal_error", message: "internal error; see the server log" } }));
+    });
+  });
   await new Promise<void>((resolve, reject) => {
     server.once("error", reject);
     server.listen(env.PORT, env.HOSTNAME, resolve);

@@ -135,17 +135,17 @@ ${markdownTable(args.main)}
 
 ${args.aims.map((a) => `- ${a.met ? "✅ met" : "❌ not met"}: ${a.text}: ${a.value}`).join("\n")}
 
-## The same statement through Prisma, prepared, and on fresh connections
+## The same statement through Prisma, unprepared, and on fresh connections
 
-The library runs CLAIM_SQL with \`pool.query\` on the pg pool that Prisma's adapter also uses.
+The library runs CLAIM_SQL as a named prepared statement (\`{ name, text, values }\`) on the pg pool
+that Prisma's adapter also uses: PostgreSQL parses and plans it once per connection.
 
 - **Prisma** runs the identical statement and parameters through \`prisma.$queryRawUnsafe\` on that
   pool instead.
-- **named prepared statement** runs it on the raw pool as \`{ name, text, values }\`: PostgreSQL parses
-  and plans it once per connection instead of on every call.
+- **unprepared** runs it on the raw pool as plain text: parsed and planned on every call.
 - **fresh connections** runs it on a pool created anew before each slice (after one untimed request
-  per client): what the library and the server get after their pools closed idle connections, which
-  pg-pool does after 10 s by default (lib/db/client.ts keeps the default).
+  per client): what a pool pays after closing idle connections (lib/db/client.ts keeps them
+  \`KEYWARD_DB_IDLE_TIMEOUT_MS\`, 5 minutes by default).
 
 ${markdownTable(args.driver)}
 

@@ -219,7 +219,7 @@ async function main(): Promise<void> {
   const claimedIds: string[] = [];
   for (let i = 0; i < DUPLICATE_POOL / 1000; i++) {
     const ids = Array.from({ length: 1000 }, newEventId);
-    await rawPool.query(CLAIM_SQL, claimParams(source.name, ids));
+    await rawPool.query({ ...CLAIM_SQL, values: claimParams(source.name, ids) });
     claimedIds.push(...ids);
   }
   const { baseUrl, command: serverCommand } = await serverStarting;
@@ -286,7 +286,7 @@ async function main(): Promise<void> {
   console.log(`\nKeyward claim benchmark — ${mach.date}; ${mach.cpu} × ${mach.cores}, PostgreSQL ${mach.postgres}, Node ${mach.node}`);
   console.log(`${CYCLES} cycles; each ratio is the median over cycles of (scenario ÷ the (a) slices just before and after it), [middle half of cycles]\n`);
   console.log(textTable(mainRows));
-  console.log(`\nThe same statement and parameters through Prisma $queryRawUnsafe, as a named prepared statement, and on fresh connections:\n`);
+  console.log(`\nThe same statement and parameters through Prisma $queryRawUnsafe, unprepared, and on fresh connections:\n`);
   console.log(textTable(driverRows));
   console.log(`\nHTTP cost split:\n`);
   console.log(textTable(split, "req/s"));

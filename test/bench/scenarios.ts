@@ -5,7 +5,7 @@
  *
  *   raw     (a)  pg.Pool running CLAIM_SQL, the exact statement and parameters the library sends
  *   control      (a) again on a second, identical pool: what the method itself reads for "no difference"
- *   rawNamed     the same as a named (server-side prepared) statement: parsed and planned once per connection
+ *   rawNamed     the same statement unprepared (plain text): parsed and planned on every call
  *   rawFresh     the same on a pool created anew for each slice: new connections to new backends
  *   bare    (a′) INSERT INTO dedup_keys … ON CONFLICT DO NOTHING RETURNING: the design's bare claim on
  *                the same table and indexes, without the audit row, CTEs, source lookup or merge function
@@ -123,7 +123,7 @@ function freshConnections(batch: number, ctx: BenchContext): Pick<Cell, "op" | "
   return {
     op: async () => {
       const ids = newIds(batch);
-      const r = await pool.query(CLAIM_SQL, claimParams(ctx.source, ids));
+      const r = await pool.query({ ...CLAIM_SQL, values: claimParams(ctx.source, ids) });
       expect(r.rows.length === batch && r.rows.every((row) => row.claimed_now), "raw claim (fresh pool)", r.rows[0]);
     },
     beforeSlice: async () => {
@@ -141,20 +141,20 @@ function op(kind: Kind, batch: number, clients: number, ctx: BenchContext): Op {
     case "raw":
       return async () => {
         const ids = newIds(batch);
-        const r = await ctx.rawPool.query(CLAIM_SQL, claimParams(source, ids));
+        const r = await ctx.rawPool.query({ ...CLAIM_SQL, values: claimParams(source, ids) });
         expect(r.rows.length === batch && r.rows.every((row) => row.claimed_now), "raw claim", r.rows[0]);
       };
     case "control":
       return async () => {
         const ids = newIds(batch);
-        const r = await ctx.controlPool.query(CLAIM_SQL, claimParams(source, ids));
+        const r = await ctx.controlPool.query({ ...CLAIM_SQL, values: claimParams(source, ids) });
         expect(r.rows.length === batch && r.rows.every((row) => row.claimed_now), "raw claim (control)", r.rows[0]);
       };
     case "rawNamed":
       return async () => {
         const ids = newIds(batch);
-        const r = await ctx.rawPool.query({ name: "keyward_claim", text: CLAIM_SQL, values: claimParams(source, ids) });
-        expect(r.rows.length === batch && r.rows.every((row) => row.claimed_now), "raw claim (named)", r.rows[0]);
+        const r = await ctx.rawPool.query(CLAIM_SQL.text, claimParams(source, ids));
+        expect(r.rows.length === batch && r.rows.every((row) => row.claimed_now), "raw claim (unprepared)", r.rows[0]);
       };
     case "bare":
       return batch === 1
@@ -195,7 +195,7 @@ function op(kind: Kind, batch: number, clients: number, ctx: BenchContext): Op {
     }
     case "rawDup":
       return async () => {
-        const r = await ctx.rawPool.query(CLAIM_SQL, claimParams(source, [pick(ctx.claimedIds)]));
+        const r = await ctx.rawPool.query({ ...CLAIM_SQL, values: claimParams(source, [pick(ctx.claimedIds)]) });
         expect(r.rows.length === 1 && !r.rows[0].claimed_now, "raw duplicate claim", r.rows[0]);
       };
     case "httpDup": {
@@ -209,7 +209,7 @@ function op(kind: Kind, batch: number, clients: number, ctx: BenchContext): Op {
     case "prisma":
       return async () => {
         const ids = newIds(batch);
-        const rows = await prisma().$queryRawUnsafe<{ claimed_now: boolean }[]>(CLAIM_SQL, ...claimParams(source, ids));
+        const rows = await prisma().$queryRawUnsafe<{ claimed_now: boolean }[]>(CLAIM_SQL.text, ...claimParams(source, ids));
         expect(rows.length === batch && rows.every((row) => row.claimed_now), "prisma claim", rows[0]);
       };
     case "verify":
@@ -236,9 +236,9 @@ function op(kind: Kind, batch: number, clients: number, ctx: BenchContext): Op {
 }
 
 const LABELS: Record<Kind, (batch: number) => string> = {
-  raw: () => "(a) raw pg, CLAIM_SQL",
+  raw: () => "(a) raw pg, CLAIM_SQL (prepared)",
   control: () => "(a) again on a second pool (control)",
-  rawNamed: () => "raw pg, CLAIM_SQL as a named prepared statement",
+  rawNamed: () => "raw pg, CLAIM_SQL unprepared (parsed and planned every call)",
   rawFresh: () => "raw pg, CLAIM_SQL on fresh connections",
   bare: () => "(a′) bare INSERT … ON CONFLICT DO NOTHING",
   lib: (b) => (b === 1 ? "(b) library claimEvent" : "(b) library claimEvents"),

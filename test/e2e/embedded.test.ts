@@ -155,6 +155,16 @@ describe("keyward start on the embedded database", () => {
       expect(await state.json()).toMatchObject({ state: "alive", duplicateCount: 1 });
       const anon = await claimOverHttp("kw_000000000000_" + "A".repeat(43), event);
       expect(anon.status).toBe(401);
+      expect(anon.body).toMatchObject({ error: { code: "unauthorized" } });
+
+      // An event id with reserved URL characters round-trips through the key-state path.
+      const oddId = "evt/ü 1?x=1&y#2%";
+      expect((await claimOverHttp(key, { ...event, eventId: oddId })).status).toBe(201);
+      const odd = await fetch(`http://127.0.0.1:${port}/api/v1/claims/emb-e2e/${encodeURIComponent(oddId)}`, {
+        headers: { authorization: `Bearer ${key}` },
+      });
+      expect(odd.headers.get("x-content-type-options")).toBe("nosniff");
+      expect(await odd.json()).toMatchObject({ state: "alive", eventId: oddId });
 
       // Stop with SIGTERM: a clean exit that gives the data directory back.
       expect(await stopServer(server)).toBe(0);

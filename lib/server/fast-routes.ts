@@ -1,0 +1,71 @@
+/**
+ * The claim endpoints served straight from the Node HTTP server, before Next's router.
+ *
+ * Why: on this kind of machine Next's per-request routing costs ~1.3 ms and caps a process at ~600
+ * requests/s even for a 401 that never touches the database (docs/benchmarks.md), while the claim
+ * itself costs less. How: the handlers are the very route modules Next serves
+ * (app/api/v1/claims/**), wrapped by the same `route()`; only the dispatch differs, so authentication,
+ * validation, limits and error bodies are identical. Anything not matched here (other paths, methods,
+ * trailing slashes) goes to Next, which serves these same modules too.
+ */
+import type { IncomingMessage, ServerResponse } from "node:http";
+import { Readable } from "node:stream";
+import { POST as claim } from "../../app/api/v1/claims/route";
+import { POST as claimBatch } from "../../app/api/v1/claims/batch/route";
+import { POST as complete } from "../../app/api/v1/claims/complete/route";
+import { POST as release } from "../../app/api/v1/claims/release/route";
+import { GET as keyState } from "../../app/api/v1/claims/[source]/[eventId]/route";
+import { API_HEADERS } from "../http/headers";
+
+type Params = Record<string, string>;
+type Handler = (req: Request, ctx: { params: Promise<Params> }) => Promise<Response>;
+export type FastMatch = { handler: Handler; params: Params };
+
+const POSTS: Record<string, Handler> = {
+  "/api/v1/claims": claim,
+  "/api/v1/claims/batch": claimBatch,
+  "/api/v1/claims/complete": complete,
+  "/api/v1/claims/release": release,
+};
+
+const KEY_STATE = /^\/api\/v1\/claims\/([^/]+)\/([^/]+)$/;
+
+/** The fast-path handler for this request, or null to let Next serve it. */
+export function matchFastRoute(method: string | undefined, url: string | undefined): FastMatch | null {
+  if (!url) return null;
+  const pathname = url.split("?", 1)[0];
+  if (method === "POST" && Object.hasOwn(POSTS, pathname)) return { handler: POSTS[pathname], params: {} };
+  if (method === "GET") {
+    const m = KEY_STATE.exec(pathname);
+    if (m) {
+      try {
+        return { handler: keyState as Handler, params: { source: decodeURIComponent(m[1]), eventId: decodeURIComponent(m[2]) } };
+      } catch {
+        return null; // malformed percent-encoding: Next answers it
+      }
+    }
+  }
+  return null;
+}
+
+export async function serveFast(match: FastMatch, req: IncomingMessage, res: ServerResponse): Promise<void> {
+  const headers = new Headers();
+  for (const [name, value] of Object.entries(req.headers)) {
+    if (value === undefined) continue;
+    for (const v of Array.isArray(value) ? value : [value]) headers.append(name, v);
+  }
+  const hasBody = req.method !== "GET" && req.method !== "HEAD";
+  const request = new Request(`http://${req.headers.host ?? "localhost"}${req.url}`, {
+    method: req.method,
+    headers,
+    body: hasBody ? (Readable.toWeb(req) as ReadableStream<Uint8Array>) : undefined,
+    duplex: "half",
+  } as RequestInit);
+  const response = await match.handler(request, { params: Promise.resolve(match.params) });
+  const body = Buffer.from(await response.arrayBuffer());
+  const out: Record<string, string> = Object.fromEntries(API_HEADERS);
+  response.headers.forEach((value, name) => (out[name] = value));
+  out["content-length"] = String(body.byteLength);
+  res.writeHead(response.status, out);
+  res.end(body);
+}
