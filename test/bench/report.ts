@@ -195,11 +195,9 @@ Each request to \`/api/v1/claims\` costs two statements: \`verifyApiKey\` (one i
   (per batch for batches), over all slices; the ratio in parentheses is to (a)'s percentile (above 1× =
   slower).
 - The order of the scenarios rotates from cycle to cycle, so none always runs first. Before each slice
-  every client sends one untimed request, and every pool (the raw ones, the library's and the
-  server's) keeps its connections for the whole run (test/bench/keep-connections.cjs): each scenario
-  runs once per cycle, tens of seconds apart, and with pg-pool's default 10 s idle timeout the library
-  and the server would otherwise start every slice on new backends while the baseline never idles.
-  The figures are therefore steady-state figures; the "fresh connections" row shows the difference.
+  every client sends one untimed request. Each scenario runs once per cycle, tens of seconds apart;
+  the library's and the server's pools keep idle connections 5 minutes (KEYWARD_DB_IDLE_TIMEOUT_MS), so
+  the figures are steady-state figures; the "fresh connections" row shows what new backends cost.
 - claims/s is the median over slices of the absolute rate, for orientation only: it moves with
   whatever else the machine is doing. The ratios are what carry from one run to the next.
 `;

@@ -18,7 +18,6 @@
  * 1.5×, of 1000 3×, so that long requests still complete a few times), BENCH_WARM_MS (200),
  * BENCH_OUT (docs/benchmarks.md; "-" to skip writing).
  */
-import "./keep-connections.cjs"; // before any pool exists: see the file
 import { execSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { statSync, writeFileSync } from "node:fs";

@@ -3,34 +3,22 @@
  * database on a free port, exactly as an operator starts it. `stop()` is safe to call at any time and
  * more than once; a synchronous kill on process exit covers the paths that never reach it.
  */
-import { spawn, spawnSync, type ChildProcess } from "node:child_process";
-import { existsSync } from "node:fs";
+import { spawn, type ChildProcess } from "node:child_process";
+import { buildIfNeeded } from "../../lib/server/build";
 import net from "node:net";
 import path from "node:path";
 
 const ROOT = path.resolve(__dirname, "../..");
-const KEEP_CONNECTIONS = path.join(__dirname, "keep-connections.cjs");
 const READY = /console and API on (http:\/\/\S+)/;
 const START_TIMEOUT_MS = 90_000;
 
 export type RunningServer = { baseUrl: string; pid: number; command: string; stop: () => Promise<void> };
 
 const CLI = ["bin/keyward.cjs", "start", "--no-build"];
-const FALLBACK = ["test/bench/serve.cjs"];
 
-/**
- * Starts the server with the CLI. If the CLI exits before it is ready (a broken command line must not
- * hide the route's numbers), retries once with serve.cjs, which calls the same startServer(), and says so.
- */
-export async function startServer(databaseUrl: string): Promise<RunningServer> {
-  try {
-    return await launch(CLI, databaseUrl);
-  } catch (err) {
-    if (!(err instanceof ExitedEarly)) throw err;
-    console.warn(`bench: WARNING: \`node ${CLI.join(" ")}\` exited before it was ready:\n${err.output}\n` +
-      `bench: falling back to \`node ${FALLBACK.join(" ")}\` (same lib/server/start.ts startServer)`);
-    return launch(FALLBACK, databaseUrl);
-  }
+/** Starts the server with the CLI, as an operator does. */
+export function startServer(databaseUrl: string): Promise<RunningServer> {
+  return launch(CLI, databaseUrl);
 }
 
 class ExitedEarly extends Error {
@@ -47,12 +35,9 @@ export async function freePort(): Promise<number> {
   return port;
 }
 
-/** Runs `next build` if there is no build at all (the benchmark serves whatever build exists). */
+/** Builds when there is no build or a source file is newer (the check `keyward start` makes). */
 export function ensureBuild(): void {
-  if (existsSync(path.join(ROOT, ".next", "BUILD_ID"))) return;
-  console.log("bench: no .next build; running `npx next build` first …");
-  const r = spawnSync("npx", ["next", "build"], { cwd: ROOT, stdio: "inherit" });
-  if (r.status !== 0) throw new Error(`next build failed (exit ${r.status})`);
+  buildIfNeeded();
 }
 
 async function launch(args: string[], databaseUrl: string): Promise<RunningServer> {
@@ -65,7 +50,6 @@ async function launch(args: string[], databaseUrl: string): Promise<RunningServe
       DATABASE_URL: databaseUrl,
       PORT: String(port),
       HOSTNAME: "127.0.0.1",
-      NODE_OPTIONS: `${process.env.NODE_OPTIONS ?? ""} --require ${KEEP_CONNECTIONS}`.trim(),
     },
     stdio: ["ignore", "pipe", "pipe"],
     detached: true,
