@@ -22,6 +22,8 @@ export type DatabaseHandle = {
 };
 
 const OWNER_FILE = "owner.json";
+/** Data directories this process serves, so a second open in the same process shares the engine. */
+const ownedHere = new Map<string, { url: string; description: string }>();
 const WAIT_FOR_OWNER_MS = 30_000;
 
 function pidAlive(pid: number): boolean {
@@ -74,21 +76,26 @@ export async function openEmbedded(dir: string, port = 0): Promise<DatabaseHandl
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code !== "EEXIST") throw err;
       const owner = await readOwner(ownerFile);
-      if (owner && pidAlive(owner.pid) && owner.pid !== process.pid) {
-        if (owner.port && (await portOpen(owner.port))) {
-          return {
-            url: urlFor(owner.port),
-            description: `embedded PostgreSQL in ${dir}, served by process ${owner.pid} on 127.0.0.1:${owner.port}`,
-            close: async () => {},
-          };
-        }
+      const ours = ownedHere.get(dir);
+      if (owner && owner.pid === process.pid && ours) return { ...ours, close: async () => {} };
+      const live = owner && owner.pid !== process.pid && pidAlive(owner.pid);
+      if (live && owner.port && (await portOpen(owner.port))) {
+        return {
+          url: urlFor(owner.port),
+          description: `embedded PostgreSQL in ${dir}, served by process ${owner.pid} on 127.0.0.1:${owner.port}`,
+          close: async () => {},
+        };
+      }
+      if (live && owner.port === null) {
+        // The owner is still starting (it writes its port once it listens).
         if (Date.now() > deadline) {
           throw new Error(`the embedded database in ${dir} is held by process ${owner.pid}, which does not answer`);
         }
-        await new Promise((r) => setTimeout(r, 200)); // the owner is still starting
+        await new Promise((r) => setTimeout(r, 200));
         continue;
       }
-      await rm(ownerFile, { force: true }); // stale: its process is gone
+      // Stale: its process is gone, or a reused pid that does not serve the recorded port.
+      await rm(ownerFile, { force: true });
       continue;
     }
     await handle.writeFile(JSON.stringify({ pid: process.pid, port: null } satisfies EmbeddedOwner));
@@ -112,12 +119,14 @@ async function serveEmbedded(dir: string, port: number, ownerFile: string): Prom
   const actualPort = Number(server.getServerConn().split(":").pop());
   await writeFile(ownerFile, JSON.stringify({ pid: process.pid, port: actualPort } satisfies EmbeddedOwner));
   let closed = false;
+  const served = { url: urlFor(actualPort), description: `embedded PostgreSQL (PGlite) in ${dataDir}, listening on 127.0.0.1:${actualPort}` };
+  ownedHere.set(dir, served);
   return {
-    url: urlFor(actualPort),
-    description: `embedded PostgreSQL (PGlite) in ${dataDir}, listening on 127.0.0.1:${actualPort}`,
+    ...served,
     close: async () => {
       if (closed) return;
       closed = true;
+      ownedHere.delete(dir);
       await server.stop();
       await db.close();
       await rm(ownerFile, { force: true });
