@@ -12,6 +12,7 @@ import { parseDuration, formatDuration } from "../sources/duration";
 import { createSource, listSources } from "../sources/sources";
 import { createApiKey, listApiKeys, revokeApiKey } from "../auth/api-keys";
 import { SCOPES } from "../auth/schema";
+import { ensureAuditPartitions } from "../audit/partitions";
 
 const program = new Command()
   .name("keyward")
@@ -69,7 +70,10 @@ program
       console.log(`database: ${database.description}`);
       const applied = await migrate(database.url);
       console.log(applied.length ? `applied: ${applied.join(", ")}` : "schema is up to date; nothing to apply");
+      const created = await ensureAuditPartitions();
+      if (created > 0) console.log(`created ${created} monthly audit partition(s) ahead`);
     } finally {
+      await closeDb();
       await database.close();
     }
   });

@@ -60,21 +60,26 @@ function loadEngineModule() {
  * which breaks $$-quoted function bodies and leaves a failed migration half-applied. Sending the whole
  * script as one simple-protocol query makes PostgreSQL run it as one implicit transaction.
  */
-function wholeScriptAdapter(pool: pg.Pool): PrismaPg {
+function wholeScriptAdapter(pool: pg.Pool, onScriptError: (err: Error) => void): PrismaPg {
   const factory = new PrismaPg(pool);
   const connect = factory.connect.bind(factory);
   factory.connect = async () => {
     const adapter = await connect();
     adapter.executeScript = async (script: string) => {
-      await pool.query(script);
+      try {
+        await pool.query(script);
+      } catch (err) {
+        onScriptError(err as Error); // the engine reports only "external connector error"
+        throw err;
+      }
     };
     return adapter;
   };
   return factory;
 }
 
-async function loadMigrationsList() {
-  const entries = (await readdir(MIGRATIONS_DIR, { withFileTypes: true }))
+async function loadMigrationsList(baseDir: string) {
+  const entries = (await readdir(baseDir, { withFileTypes: true }))
     .filter((e) => e.isDirectory())
     .map((e) => e.name)
     .sort();
@@ -83,33 +88,37 @@ async function loadMigrationsList() {
       path: dir,
       migrationFile: {
         path: "migration.sql",
-        content: { tag: "ok", value: await readFile(path.join(MIGRATIONS_DIR, dir, "migration.sql"), "utf8") },
+        content: { tag: "ok", value: await readFile(path.join(baseDir, dir, "migration.sql"), "utf8") },
       },
     })),
   );
-  const lockPath = path.join(MIGRATIONS_DIR, "migration_lock.toml");
+  const lockPath = path.join(baseDir, "migration_lock.toml");
   return {
-    baseDir: MIGRATIONS_DIR,
+    baseDir,
     lockfile: { path: "migration_lock.toml", content: await readFile(lockPath, "utf8").catch(() => null) },
     migrationDirectories,
     shadowDbInitScript: "",
   };
 }
 
-/** Applies every pending migration; returns the names applied. Throws MigrationError with a clear message. */
-export async function migrate(databaseUrl: string): Promise<string[]> {
+/**
+ * Applies every pending migration; returns the names applied. Throws MigrationError with a clear
+ * message. `migrationsDir` defaults to prisma/migrations (tests point it elsewhere).
+ */
+export async function migrate(databaseUrl: string, migrationsDir = MIGRATIONS_DIR): Promise<string[]> {
   const { SchemaEngine } = await loadEngineModule();
   const pool = new pg.Pool({ connectionString: databaseUrl, max: 2 });
   const logs: string[] = [];
+  let scriptError: Error | undefined;
   let engine: SchemaEngine | undefined;
   try {
     const schemaText = await readFile(SCHEMA_PATH, "utf8");
     engine = await SchemaEngine.new(
       { datamodels: [[SCHEMA_PATH, schemaText]] },
       (log: string) => logs.push(log),
-      bindMigrationAwareSqlAdapterFactory(wholeScriptAdapter(pool)),
+      bindMigrationAwareSqlAdapterFactory(wholeScriptAdapter(pool, (err) => (scriptError = err))),
     );
-    const migrationsList = await loadMigrationsList();
+    const migrationsList = await loadMigrationsList(migrationsDir);
     const filters = { externalTables: [], externalEnums: [] };
     const diagnosis = await engine.diagnoseMigrationHistory({ migrationsList, optInToShadowDatabase: false, filters });
     if (diagnosis.failedMigrationNames.length > 0) {
@@ -122,11 +131,21 @@ export async function migrate(databaseUrl: string): Promise<string[]> {
     return appliedMigrationNames;
   } catch (err) {
     if (err instanceof MigrationError) throw err;
-    throw new MigrationError(`migration failed: ${describeEngineError(err)}`, err);
+    throw new MigrationError(describeFailure(err, scriptError), err);
   } finally {
     engine?.free();
     await pool.end();
   }
+}
+
+/** "migration <name> failed: <PostgreSQL's message> (SQLSTATE …); it was rolled back", as far as known. */
+function describeFailure(err: unknown, scriptError: Error | undefined): string {
+  const trace = describeEngineError((err as { cause?: unknown }).cause ?? err);
+  const name = /migration_name="([^"]+)"/.exec(trace)?.[1];
+  const subject = name ? `migration ${name}` : "migration";
+  if (!scriptError) return `${subject} failed: ${describeEngineError(err)}`;
+  const code = (scriptError as { code?: string }).code;
+  return `${subject} failed: ${scriptError.message}${code ? ` (SQLSTATE ${code})` : ""}; it was rolled back`;
 }
 
 function describeEngineError(err: unknown): string {

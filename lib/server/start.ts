@@ -13,6 +13,7 @@ import { query } from "../db/sql";
 import { flushClaimCounts } from "../metrics/claim-counts";
 import { buildIfNeeded, ensureGeneratedClient, ROOT } from "./build";
 import { matchFastRoute, serveFast } from "./fast-routes";
+import { ensureAuditPartitions, scheduleAuditPartitions } from "../audit/partitions";
 
 export async function startServer(options: { build?: boolean } = {}): Promise<void> {
   const env = loadEnv();
@@ -24,6 +25,7 @@ export async function startServer(options: { build?: boolean } = {}): Promise<vo
   try {
     const applied = await migrate(database.url);
     console.log(applied.length ? `[keyward] applied migrations: ${applied.join(", ")}` : "[keyward] database schema is up to date");
+    await ensureAuditPartitions();
   } catch (err) {
     console.error(`[keyward] cannot start: ${(err as Error).message}`);
     await database.close();
@@ -49,6 +51,7 @@ export async function startServer(options: { build?: boolean } = {}): Promise<vo
   const address = server.address();
   const port = typeof address === "object" && address ? address.port : env.PORT;
   console.log(`[keyward] console and API on http://${env.HOSTNAME}:${port}`);
+  const stopPartitions = scheduleAuditPartitions((msg) => console.error(`[keyward] ${msg}`));
   await printFirstStartHints();
 
   let stopping = false;
@@ -56,6 +59,7 @@ export async function startServer(options: { build?: boolean } = {}): Promise<vo
     if (stopping) return;
     stopping = true;
     console.log(`[keyward] ${signal}: shutting down`);
+    stopPartitions();
     server.closeAllConnections();
     await new Promise((r) => server.close(r));
     await flushClaimCounts().catch(() => {});

@@ -1,0 +1,88 @@
+/**
+ * lib/db/migrate.ts: applies prisma/migrations like `prisma migrate deploy`, and a failing migration
+ * rolls back whole and then blocks start-up with a message naming it.
+ */
+import { randomBytes } from "node:crypto";
+import { cp, mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
+import os from "node:os";
+import path from "node:path";
+import pg from "pg";
+import { describe, expect, inject, it } from "vitest";
+import { migrate, MigrationError, MIGRATIONS_DIR } from "../../lib/db/migrate";
+
+async function freshDatabase(): Promise<{ url: string; drop: () => Promise<void>; run: (q: string) => Promise<pg.QueryResult> }> {
+  const server = inject("serverUrl");
+  const name = `keyward_migrate_${randomBytes(4).toString("hex")}`;
+  const admin = new pg.Client({ connectionString: server });
+  await admin.connect();
+  await admin.query(`CREATE DATABASE "${name}"`);
+  await admin.end();
+  const u = new URL(server);
+  u.pathname = `/${name}`;
+  const url = u.toString();
+  return {
+    url,
+    run: async (q) => {
+      const c = new pg.Client({ connectionString: url });
+      await c.connect();
+      try {
+        return await c.query(q);
+      } finally {
+        await c.end();
+      }
+    },
+    drop: async () => {
+      const c = new pg.Client({ connectionString: server });
+      await c.connect();
+      await c.query(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`);
+      await c.end();
+    },
+  };
+}
+
+describe("migrate", () => {
+  it("applies every migration once and records it as prisma migrate deploy does", async () => {
+    const db = await freshDatabase();
+    try {
+      const applied = await migrate(db.url);
+      expect(applied).toContain("20261202000000_init");
+      expect(await migrate(db.url)).toEqual([]);
+      const { rows } = await db.run(
+        "SELECT migration_name, finished_at IS NOT NULL AS finished, length(checksum) AS checksum_len FROM _prisma_migrations",
+      );
+      expect(rows).toEqual([{ migration_name: "20261202000000_init", finished: true, checksum_len: 64 }]);
+    } finally {
+      await db.drop();
+    }
+  });
+
+  it("rolls a failing migration back whole, then refuses to continue with a clear message", async () => {
+    const db = await freshDatabase();
+    const dir = await mkdtemp(path.join(os.tmpdir(), "keyward-migrations-"));
+    try {
+      await cp(MIGRATIONS_DIR, dir, { recursive: true });
+      await mkdir(path.join(dir, "20991231000000_broken"));
+      await writeFile(
+        path.join(dir, "20991231000000_broken", "migration.sql"),
+        "CREATE TABLE broken_first (x int);\nCREATE FUNCTION broken_fn() RETURNS int LANGUAGE plpgsql AS $$ BEGIN RETURN 1; END $$;\nSELECT 1 / 0;\n",
+      );
+      const first = await migrate(db.url, dir).catch((e: unknown) => e);
+      expect(first).toBeInstanceOf(MigrationError);
+      expect((first as Error).message).toBe(
+        "migration 20991231000000_broken failed: division by zero (SQLSTATE 22012); it was rolled back",
+      );
+      // The earlier migration stays applied; nothing of the failed one is left behind.
+      const { rows } = await db.run(
+        "SELECT to_regclass('sources') IS NOT NULL AS init, to_regclass('broken_first') AS broken, to_regprocedure('broken_fn()') AS fn",
+      );
+      expect(rows).toEqual([{ init: true, broken: null, fn: null }]);
+
+      const second = await migrate(db.url, dir).catch((e: unknown) => e);
+      expect(second).toBeInstanceOf(MigrationError);
+      expect((second as Error).message).toContain("20991231000000_broken failed earlier and blocks later ones");
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+      await db.drop();
+    }
+  });
+});
