@@ -44,10 +44,17 @@ export async function startServer(options: { build?: boolean } = {}): Promise<vo
       res.end(JSON.stringify({ error: { code: "internal_error", message: "internal error; see the server log" } }));
     });
   });
-  await new Promise<void>((resolve, reject) => {
-    server.once("error", reject);
-    server.listen(env.PORT, env.HOSTNAME, resolve);
-  });
+  try {
+    await new Promise<void>((resolve, reject) => {
+      server.once("error", reject);
+      server.listen(env.PORT, env.HOSTNAME, resolve);
+    });
+  } catch (err) {
+    console.error(`[keyward] cannot listen on ${env.HOSTNAME}:${env.PORT}: ${(err as Error).message}`);
+    await closeDb();
+    await database.close();
+    process.exit(1);
+  }
   const address = server.address();
   const port = typeof address === "object" && address ? address.port : env.PORT;
   console.log(`[keyward] console and API on http://${env.HOSTNAME}:${port}`);
