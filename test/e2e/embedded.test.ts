@@ -6,18 +6,14 @@
  * Needs a current production build: beforeAll runs `next build` when there is none or a source file is
  * newer than it (the same check `keyward start` makes), then starts the server with --no-build.
  */
-import { execFile, spawn, type ChildProcess } from "node:child_process";
+import { execFile } from "node:child_process";
 import { existsSync } from "node:fs";
 import { mkdtemp, readFile, rm } from "node:fs/promises";
-import net from "node:net";
 import os from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { buildIfNeeded } from "../../lib/server/build";
-
-const ROOT = path.resolve(import.meta.dirname, "../..");
-const BIN = path.join(ROOT, "bin/keyward.cjs");
-const START_TIMEOUT_MS = 60_000;
+import { baseEnv, BIN, freePort, ROOT, startKeyward, stopServer, type Server } from "../setup/server";
 
 let dataDir: string;
 let port: number;
@@ -27,61 +23,10 @@ const spawned: Server[] = [];
 
 /** The child's environment: the embedded database in dataDir, never the test run's DATABASE_URL. */
 function childEnv(): NodeJS.ProcessEnv {
-  // NODE_ENV: vitest sets "test"; a user's shell does not.
-  const drop = new Set(["DATABASE_URL", "NODE_ENV", "KEYWARD_DB_STATEMENT_TIMEOUT_MS"]);
-  const env = Object.fromEntries(Object.entries(process.env).filter(([k]) => !drop.has(k))) as NodeJS.ProcessEnv;
-  return Object.assign(env, { KEYWARD_DATA_DIR: dataDir, PORT: String(port), HOSTNAME: "127.0.0.1" });
+  return Object.assign(baseEnv(["DATABASE_URL"]), { KEYWARD_DATA_DIR: dataDir, PORT: String(port), HOSTNAME: "127.0.0.1" });
 }
 
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = net.createServer();
-    srv.once("error", reject);
-    srv.listen(0, "127.0.0.1", () => {
-      const p = (srv.address() as net.AddressInfo).port;
-      srv.close(() => resolve(p));
-    });
-  });
-}
-
-type Server = { child: ChildProcess; output: () => string; exited: Promise<number | null> };
-
-/** Spawns `keyward start --no-build` and resolves once it prints "console and API on". */
-function startServer(): Promise<Server> {
-  const child = spawn(process.execPath, [BIN, "start", "--no-build"], { cwd: ROOT, env: childEnv(), stdio: ["ignore", "pipe", "pipe"] });
-  let out = "";
-  child.stdout!.on("data", (d: Buffer) => (out += d.toString()));
-  child.stderr!.on("data", (d: Buffer) => (out += d.toString()));
-  const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
-  const s: Server = { child, output: () => out, exited };
-  spawned.push(s);
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`server did not start within ${START_TIMEOUT_MS} ms:\n${out}`)), START_TIMEOUT_MS);
-    const poll = setInterval(() => {
-      if (out.includes("console and API on")) {
-        clearInterval(poll);
-        clearTimeout(timer);
-        resolve(s);
-      }
-    }, 50);
-    void exited.then((code) => {
-      clearInterval(poll);
-      clearTimeout(timer);
-      reject(new Error(`keyward start exited with ${code} before serving:\n${out}`));
-    });
-  });
-}
-
-async function stopServer(s: Server | undefined): Promise<number | null> {
-  if (!s || s.child.exitCode !== null || s.child.signalCode !== null) return s?.child.exitCode ?? null;
-  s.child.kill("SIGTERM");
-  const code = await Promise.race([s.exited, new Promise<"timeout">((r) => setTimeout(() => r("timeout"), 15_000))]);
-  if (code === "timeout") {
-    s.child.kill("SIGKILL");
-    return s.exited;
-  }
-  return code;
-}
+const startServer = () => startKeyward(childEnv(), spawned);
 
 function keyward(...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
