@@ -7,7 +7,6 @@ import { chromium, type Browser } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { claimEvent } from "../../lib/claims/claim";
 import { flushClaimCounts } from "../../lib/metrics/claim-counts";
-import { buildIfNeeded } from "../../lib/server/build";
 import { makeSource, uniq } from "../setup/db";
 import { baseEnv, freePort, startKeyward, stopServer, type Server } from "../setup/server";
 
@@ -22,7 +21,6 @@ beforeAll(async () => {
   if (!existsSync(CHROMIUM)) {
     throw new Error(`no Chromium at ${CHROMIUM}: install Debian's package (apt-get install chromium) or set CHROMIUM_PATH`);
   }
-  buildIfNeeded();
   const port = await freePort();
   baseUrl = `http://127.0.0.1:${port}`;
   server = await startKeyward(

@@ -3,8 +3,8 @@
  * free port over a temporary KEYWARD_DATA_DIR, the CLI sharing its database while it runs, claims over
  * real HTTP, the CLI on its own while the server is down, and the keys surviving a restart.
  *
- * Needs a current production build: beforeAll runs `next build` when there is none or a source file is
- * newer than it (the same check `keyward start` makes), then starts the server with --no-build.
+ * Serves the production build that the global setup keeps current (test/setup/global-setup.ts), with
+ * --no-build.
  */
 import { execFile } from "node:child_process";
 import { existsSync } from "node:fs";
@@ -12,7 +12,6 @@ import { mkdtemp, readFile, rm } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { buildIfNeeded } from "../../lib/server/build";
 import { baseEnv, BIN, freePort, ROOT, startKeyward, stopServer, type Server } from "../setup/server";
 
 let dataDir: string;
@@ -46,7 +45,6 @@ async function claimOverHttp(key: string, body: Record<string, unknown>) {
 }
 
 beforeAll(async () => {
-  buildIfNeeded();
   dataDir = await mkdtemp(path.join(os.tmpdir(), "keyward-e2e-"));
   port = await freePort();
 }, 660_000);
