@@ -1,0 +1,54 @@
+/**
+ * The in-process library inside the caller's own transaction (`{ on: client }`): the claim commits or
+ * rolls back together with the caller's side effects, audit row included.
+ */
+import pg from "pg";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { claimEvent } from "../../lib/claims/claim";
+import { getKeyState } from "../../lib/claims/state";
+import { makeSource, sql, uniq } from "../setup/db";
+
+let client: pg.Client;
+beforeAll(async () => {
+  client = new pg.Client({ connectionString: process.env.DATABASE_URL });
+  await client.connect();
+});
+afterAll(async () => {
+  await client.end();
+});
+
+const auditRows = async (source: string, eventId: string) =>
+  (await sql<{ n: number }>("SELECT count(*) AS n FROM audit_events WHERE source = $1 AND event_id = $2", [source, eventId]))[0].n;
+
+describe("claimEvent inside the caller's transaction", () => {
+  it("rolls back with the caller: no key, no audit row, and the event can be claimed again", async () => {
+    const source = await makeSource();
+    const eventId = uniq("tx");
+    await client.query("BEGIN");
+    const inside = await claimEvent({ source, eventId, eventType: "charge" }, { on: client, actor: "checkout" });
+    expect(inside.outcome).toBe("claimed");
+    // Seen inside the transaction, invisible outside it until it commits.
+    expect((await getKeyState({ source, eventId }, client)).state).toBe("alive");
+    expect((await getKeyState({ source, eventId })).state).toBe("unknown");
+    await client.query("ROLLBACK");
+
+    expect((await getKeyState({ source, eventId })).state).toBe("unknown");
+    expect(await auditRows(source, eventId)).toBe(0);
+    expect((await claimEvent({ source, eventId, eventType: "charge" })).outcome).toBe("claimed");
+  });
+
+  it("commits with the caller; a second claim in the same transaction is a duplicate", async () => {
+    const source = await makeSource();
+    const eventId = uniq("tx");
+    await client.query("BEGIN");
+    expect((await claimEvent({ source, eventId, eventType: "charge" }, { on: client })).outcome).toBe("claimed");
+    expect((await claimEvent({ source, eventId, eventType: "charge" }, { on: client })).outcome).toBe("duplicate");
+    await client.query("COMMIT");
+    const [row] = await sql<{ actor: string; kind: string }>(
+      "SELECT actor, kind FROM audit_events WHERE source = $1 AND event_id = $2",
+      [source, eventId],
+    );
+    expect(row).toEqual({ actor: "library", kind: "claimed" });
+    expect((await getKeyState({ source, eventId })).duplicateCount).toBe(1);
+  });
+});
