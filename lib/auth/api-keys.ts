@@ -49,7 +49,10 @@ export async function listApiKeys(): Promise<ApiKeyInfo[]> {
 
 /** Revokes by id or name. Revoking twice is harmless; an unknown key is a 404. */
 export async function revokeApiKey(idOrName: string): Promise<ApiKeyInfo> {
-  const row = await prisma().apiKey.findFirst({ where: { OR: [{ id: idOrName }, { name: idOrName }] } });
+  // The id wins: a key may be named like another key's id, and revoking by id must hit that id.
+  const row =
+    (await prisma().apiKey.findUnique({ where: { id: idOrName } })) ??
+    (await prisma().apiKey.findUnique({ where: { name: idOrName } }));
   if (!row) throw KeywardError.notFound("api_key_not_found", `no API key with id or name "${idOrName}"`);
   if (row.revokedAt) return toInfo(row);
   return toInfo(await prisma().apiKey.update({ where: { id: row.id }, data: { revokedAt: new Date() } }));

@@ -2,7 +2,7 @@
  * Claiming events: one atomic statement, one database round trip per claim and per batch.
  *
  * The statement proposes a fresh key for each distinct event id (expiry = the database's now() + the
- * source's TTL) and lets `ON CONFLICT DO UPDATE` resolve an existing key through
+ * source's TTL, or the end of the lease if that is later) and lets `ON CONFLICT DO UPDATE` resolve an existing key through
  * keyward_merge_claim() (prisma/migrations/…_init): reclaim an expired key, take over a lapsed lease,
  * count a duplicate, or leave it alone (in flight, payload mismatch). ON CONFLICT DO UPDATE locks the
  * conflicting row even when a concurrent transaction committed it after our snapshot, so there is no
@@ -35,7 +35,8 @@ upserted AS (
          CASE WHEN $6::int IS NULL THEN 'done' ELSE 'processing' END,
          i.token, 'claimed',
          now() + make_interval(secs => $6::int),
-         now() + make_interval(secs => s.ttl_seconds),
+         -- a key never expires while its lease runs (greatest() ignores a NULL lease)
+         greatest(now() + make_interval(secs => s.ttl_seconds), now() + make_interval(secs => $6::int)),
          i.repeats, CASE WHEN i.repeats > 0 THEN now() END
   FROM input i CROSS JOIN src s
   ORDER BY i.event_id

@@ -2,18 +2,25 @@
 import { z } from "zod";
 
 const CONTROL_CHARS = /[\u0000-\u001f\u007f-\u009f]/;
+// A lone UTF-16 surrogate cannot be stored as UTF-8: PostgreSQL would receive U+FFFD instead, and the
+// stored id would no longer be the id that was claimed.
+const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
+
+const text = (max: number) =>
+  z
+    .string()
+    .min(1, "must not be empty")
+    .max(max, `must be at most ${max} characters`)
+    .refine((s) => !CONTROL_CHARS.test(s), "must not contain control characters")
+    .refine((s) => !LONE_SURROGATE.test(s), "must be valid Unicode (no lone surrogates)");
 
 export const sourceName = z
   .string()
   .regex(/^[a-z0-9][a-z0-9_-]{0,63}$/, "must match ^[a-z0-9][a-z0-9_-]{0,63}$ (lowercase letters, digits, _ and -)");
 
-export const eventId = z
-  .string()
-  .min(1, "must not be empty")
-  .max(255, "must be at most 255 characters")
-  .refine((s) => !CONTROL_CHARS.test(s), "must not contain control characters");
+export const eventId = text(255);
 
-export const eventType = z.string().min(1, "must not be empty").max(128, "must be at most 128 characters");
+export const eventType = text(128);
 
 export const payloadHash = z
   .string()

@@ -7,7 +7,7 @@
  * the files: the CLI works whether or not the server is running, and everything speaks the same
  * PostgreSQL wire protocol (one code path for the app).
  */
-import { mkdir, open, readFile, rm, writeFile } from "node:fs/promises";
+import { link, mkdir, readFile, rm, writeFile } from "node:fs/promises";
 import net from "node:net";
 import path from "node:path";
 
@@ -24,6 +24,7 @@ export type DatabaseHandle = {
 const OWNER_FILE = "owner.json";
 /** Data directories this process serves, so a second open in the same process shares the engine. */
 const ownedHere = new Map<string, { url: string; description: string }>();
+const opening = new Map<string, Promise<unknown>>();
 const WAIT_FOR_OWNER_MS = 30_000;
 
 function pidAlive(pid: number): boolean {
@@ -51,9 +52,10 @@ function portOpen(port: number): Promise<boolean> {
   });
 }
 
-async function readOwner(file: string): Promise<EmbeddedOwner | null> {
+function parseOwner(text: string): EmbeddedOwner | null {
   try {
-    return JSON.parse(await readFile(file, "utf8")) as EmbeddedOwner;
+    const o = JSON.parse(text) as EmbeddedOwner;
+    return typeof o?.pid === "number" ? o : null;
   } catch {
     return null;
   }
@@ -65,47 +67,64 @@ const urlFor = (port: number) => `postgresql://postgres@127.0.0.1:${port}/postgr
  * Opens the embedded database in `dir`: connects to the live owner's port if another process serves it,
  * otherwise becomes the owner (opening PGlite and listening on `port`, 0 = any free port).
  */
-export async function openEmbedded(dir: string, port = 0): Promise<DatabaseHandle> {
+export function openEmbedded(dir: string, port = 0): Promise<DatabaseHandle> {
+  // Concurrent opens in one process take turns, so the second one finds the first as the owner.
+  const previous = opening.get(dir) ?? Promise.resolve();
+  const attempt = previous.catch(() => {}).then(() => acquireEmbedded(dir, port));
+  opening.set(dir, attempt.catch(() => {}));
+  return attempt;
+}
+
+async function acquireEmbedded(dir: string, port: number): Promise<DatabaseHandle> {
   await mkdir(dir, { recursive: true });
   const ownerFile = path.join(dir, OWNER_FILE);
   const deadline = Date.now() + WAIT_FOR_OWNER_MS;
   for (;;) {
-    let handle;
+    // Written aside, then linked into place: owner.json appears atomically and already filled in, and
+    // link() fails if it exists, so exactly one process becomes the owner.
+    const draft = `${ownerFile}.${process.pid}.tmp`;
+    await writeFile(draft, JSON.stringify({ pid: process.pid, port: null } satisfies EmbeddedOwner));
+    let won = false;
     try {
-      handle = await open(ownerFile, "wx"); // atomic: exactly one process becomes the owner
+      await link(draft, ownerFile);
+      won = true;
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code !== "EEXIST") throw err;
-      const owner = await readOwner(ownerFile);
-      const ours = ownedHere.get(dir);
-      if (owner && owner.pid === process.pid && ours) return { ...ours, close: async () => {} };
-      const live = owner && owner.pid !== process.pid && pidAlive(owner.pid);
-      if (live && owner.port && (await portOpen(owner.port))) {
-        return {
-          url: urlFor(owner.port),
-          description: `embedded PostgreSQL in ${dir}, served by process ${owner.pid} on 127.0.0.1:${owner.port}`,
-          close: async () => {},
-        };
+    } finally {
+      await rm(draft, { force: true });
+    }
+    if (won) {
+      try {
+        return await serveEmbedded(dir, port, ownerFile);
+      } catch (err) {
+        await rm(ownerFile, { force: true });
+        throw err;
       }
-      if (live && owner.port === null) {
-        // The owner is still starting (it writes its port once it listens).
-        if (Date.now() > deadline) {
-          throw new Error(`the embedded database in ${dir} is held by process ${owner.pid}, which does not answer`);
-        }
-        await new Promise((r) => setTimeout(r, 200));
-        continue;
-      }
-      // Stale: its process is gone, or a reused pid that does not serve the recorded port.
-      await rm(ownerFile, { force: true });
+    }
+
+    const seen = await readFile(ownerFile, "utf8").catch(() => "");
+    const owner = parseOwner(seen);
+    const ours = ownedHere.get(dir);
+    if (owner && owner.pid === process.pid && ours) return { ...ours, close: async () => {} };
+    const live = owner !== null && owner.pid !== process.pid && pidAlive(owner.pid);
+    if (live && owner.port && (await portOpen(owner.port))) {
+      return {
+        url: urlFor(owner.port),
+        description: `embedded PostgreSQL in ${dir}, served by process ${owner.pid} on 127.0.0.1:${owner.port}`,
+        close: async () => {},
+      };
+    }
+    const starting = (live && owner.port === null) || (owner === null && seen !== "");
+    if (starting && Date.now() < deadline) {
+      await new Promise((r) => setTimeout(r, 200)); // the owner writes its port once it listens
       continue;
     }
-    await handle.writeFile(JSON.stringify({ pid: process.pid, port: null } satisfies EmbeddedOwner));
-    await handle.close();
-    try {
-      return await serveEmbedded(dir, port, ownerFile);
-    } catch (err) {
-      await rm(ownerFile, { force: true });
-      throw err;
+    if (starting && live) {
+      throw new Error(`the embedded database in ${dir} is held by process ${owner.pid}, which does not answer`);
     }
+    // Stale: its process is gone, or a reused pid that does not serve the recorded port. Remove it only
+    // if it is still the file we judged, not one another process has just written.
+    if ((await readFile(ownerFile, "utf8").catch(() => "")) === seen) await rm(ownerFile, { force: true });
   }
 }
 

@@ -55,7 +55,8 @@ export async function serveFast(match: FastMatch, req: IncomingMessage, res: Ser
     for (const v of Array.isArray(value) ? value : [value]) headers.append(name, v);
   }
   const hasBody = req.method !== "GET" && req.method !== "HEAD";
-  const request = new Request(`http://${req.headers.host ?? "localhost"}${req.url}`, {
+  // The handlers never read the host; a fixed origin also keeps a malformed Host header harmless.
+  const request = new Request(new URL(req.url ?? "/", "http://localhost"), {
     method: req.method,
     headers,
     body: hasBody ? (Readable.toWeb(req) as ReadableStream<Uint8Array>) : undefined,
@@ -66,6 +67,9 @@ export async function serveFast(match: FastMatch, req: IncomingMessage, res: Ser
   const out: Record<string, string> = Object.fromEntries(API_HEADERS);
   response.headers.forEach((value, name) => (out[name] = value));
   out["content-length"] = String(body.byteLength);
+  // A refused request (401, 413, …) may leave its body unread; closing is cheaper than draining it,
+  // and the connection could not serve the next request until the body was consumed.
+  if (hasBody && !req.complete) out["connection"] = "close";
   res.writeHead(response.status, out);
   res.end(body);
 }

@@ -67,8 +67,11 @@ export async function startServer(options: { build?: boolean } = {}): Promise<vo
     stopping = true;
     console.log(`[keyward] ${signal}: shutting down`);
     stopPartitions();
-    server.closeAllConnections();
-    await new Promise((r) => server.close(r));
+    // Let requests in flight finish (a committed claim must get its answer), then cut what is left.
+    const closed = new Promise((r) => server.close(r));
+    server.closeIdleConnections();
+    const drained = await Promise.race([closed.then(() => true), new Promise((r) => setTimeout(() => r(false), 10_000))]);
+    if (!drained) server.closeAllConnections();
     await flushClaimCounts().catch(() => {});
     await closeDb();
     await database.close();

@@ -50,4 +50,15 @@ describe("openEmbedded", () => {
       await expect(readFile(ownerFile, "utf8")).rejects.toThrow(/ENOENT/);
     }
   }, 60_000);
+
+  it("two concurrent opens in one process share one engine", async () => {
+    const [a, b] = await Promise.all([openEmbedded(dir), openEmbedded(dir)]);
+    try {
+      expect(b.url).toBe(a.url);
+      expect(await selectOne(a.url)).toBe(1);
+    } finally {
+      await b.close();
+      await a.close();
+    }
+  }, 60_000);
 });

@@ -100,6 +100,7 @@ SELECT keyward_ensure_audit_partitions(3);
 -- Resolves a claim that conflicts with an existing key (used by ON CONFLICT DO UPDATE of the claim
 -- statement). `cur` is the stored key, `inc` the claim being attempted; returns the row to store.
 --   * cur expired (pruned or not): the claim starts a new lifetime        -> reclaimed_after_expiry
+--     (a key never expires while its lease runs: expires_at >= lease_expires_at always)
 --   * both carry a payload hash and they differ: keep cur (payload_mismatch)
 --   * cur in flight, lease over: the new claim takes the lease over       -> lease_takeover
 --   * cur in flight, lease running: keep cur (in_flight)
@@ -121,6 +122,8 @@ BEGIN
             cur.claim_kind := 'lease_takeover';
             cur.status := inc.status;
             cur.lease_expires_at := inc.lease_expires_at;
+            -- a key never expires while its lease runs
+            cur.expires_at := greatest(cur.expires_at, inc.lease_expires_at);
             cur.payload_hash := coalesce(cur.payload_hash, inc.payload_hash);
             IF inc.duplicate_count > 0 THEN
                 cur.duplicate_count := cur.duplicate_count + inc.duplicate_count;
