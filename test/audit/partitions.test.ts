@@ -34,3 +34,23 @@ describe("ensureAuditPartitions", () => {
     expect(left.n).toBe(0);
   });
 });
+
+describe("the audit history is append-only", () => {
+  it("refuses UPDATE and DELETE on every partition, default included", async () => {
+    const eventId = uniq("ao");
+    await sql("INSERT INTO audit_events (source, event_id, event_type, kind) VALUES ('append-only', $1, 't', 'claimed')", [eventId]);
+    await sql(
+      "INSERT INTO audit_events (at, source, event_id, event_type, kind) VALUES ('2001-01-01', 'append-only', $1, 't', 'claimed')",
+      [eventId],
+    );
+    for (const statement of [
+      "UPDATE audit_events SET kind = 'released' WHERE event_id = $1",
+      "DELETE FROM audit_events WHERE event_id = $1",
+      "DELETE FROM audit_events_default WHERE event_id = $1",
+    ]) {
+      await expect(sql(statement, [eventId])).rejects.toThrow(/audit_events is append-only/);
+    }
+    const [n] = await sql<{ n: number }>("SELECT count(*) AS n FROM audit_events WHERE event_id = $1 AND kind = 'claimed'", [eventId]);
+    expect(n.n).toBe(2);
+  });
+});

@@ -85,6 +85,8 @@ BEGIN
         PERFORM pg_advisory_xact_lock(hashtext('keyward_audit_partitions'));
         CONTINUE WHEN to_regclass(part_name) IS NOT NULL;
         EXECUTE format('CREATE TABLE %I (LIKE audit_events INCLUDING DEFAULTS INCLUDING CONSTRAINTS)', part_name);
+        -- The one sanctioned row move: lift the append-only guard for this transaction only.
+        PERFORM set_config('keyward.audit_maintenance', 'on', true);
         EXECUTE format(
             'WITH moved AS (DELETE FROM audit_events_default WHERE at >= %L AND at < %L RETURNING *) '
             'INSERT INTO %I SELECT * FROM moved', month_start, month_end, part_name);
@@ -94,6 +96,23 @@ BEGIN
     END LOOP;
     RETURN created;
 END $$;
+
+-- Append-only: rows of the audit history are never updated or deleted. Retention drops whole monthly
+-- partitions (DROP fires no row trigger); the partition function moves a month out of the DEFAULT
+-- partition under a transaction-local setting. A guard against accidents and bugs, not against a
+-- superuser, who can drop the trigger.
+CREATE FUNCTION keyward_audit_append_only() RETURNS trigger
+LANGUAGE plpgsql AS $$
+BEGIN
+    IF current_setting('keyward.audit_maintenance', true) = 'on' THEN
+        RETURN OLD;
+    END IF;
+    RAISE EXCEPTION 'audit_events is append-only: % is not allowed', TG_OP
+        USING ERRCODE = 'restrict_violation', HINT = 'retention drops whole monthly partitions';
+END $$;
+
+CREATE TRIGGER "audit_events_append_only" BEFORE UPDATE OR DELETE ON "audit_events"
+    FOR EACH ROW EXECUTE FUNCTION keyward_audit_append_only();
 
 SELECT keyward_ensure_audit_partitions(3);
 
