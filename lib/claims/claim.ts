@@ -2,8 +2,8 @@
  * Claiming events: one atomic statement, one database round trip per claim and per batch.
  *
  * The statement proposes a fresh key for each distinct event id (expiry = the database's now() + the
- * source's TTL, or the end of the lease if that is later) and lets `ON CONFLICT DO UPDATE` resolve an existing key through
- * keyward_merge_claim() (prisma/migrations/…_init): reclaim an expired key, take over a lapsed lease,
+ * source's TTL, or the end of the lease if that is later) and lets `ON CONFLICT DO UPDATE` resolve an
+ * existing key through keyward_merge_claim() (prisma/migrations/…_init): reclaim an expired key, take over a lapsed lease,
  * count a duplicate, or leave it alone (in flight, payload mismatch). ON CONFLICT DO UPDATE locks the
  * conflicting row even when a concurrent transaction committed it after our snapshot, so there is no
  * read-then-write race and no retry loop. The audit row of every claim is inserted by the same
@@ -66,9 +66,30 @@ FROM joined` };
 export type ClaimOptions = {
   /** Who claims, recorded in the audit history (an API key's name, or "library"). */
   actor?: string;
-  /** Run on this connection instead of the pool, e.g. inside the caller's own transaction. */
+  /**
+   * Run on this connection instead of the pool, e.g. inside the caller's own transaction. Such claims
+   * are not added to the claim counters: whether they commit is the caller's to decide.
+   */
   on?: Queryable;
 };
+
+/** CLAIM_SQL's parameters, in order (the benchmark sends exactly these too). */
+export function claimStatementParams(
+  source: string,
+  distinct: readonly { first: { eventId: string; eventType: string; payloadHash?: string }; repeats: number }[],
+  leaseSeconds: number | null,
+  actor: string,
+): unknown[] {
+  return [
+    source,
+    distinct.map((d) => d.first.eventId),
+    distinct.map((d) => d.first.eventType),
+    distinct.map((d) => d.first.payloadHash ?? null),
+    distinct.map((d) => d.repeats),
+    leaseSeconds,
+    actor,
+  ];
+}
 
 async function runClaim(
   source: string,
@@ -79,20 +100,12 @@ async function runClaim(
   const distinct = dedupeBatch(events);
   const rows = await query<ClaimRow>(
     CLAIM_SQL,
-    [
-      source,
-      distinct.map((d) => d.first.eventId),
-      distinct.map((d) => d.first.eventType),
-      distinct.map((d) => d.first.payloadHash ?? null),
-      distinct.map((d) => d.repeats),
-      leaseSeconds ?? null,
-      options.actor ?? "library",
-    ],
+    claimStatementParams(source, distinct, leaseSeconds ?? null, options.actor ?? "library"),
     options.on,
   );
   if (rows.length === 0) throw unknownSource(source);
   const results = classifyClaims(source, events, rows);
-  countClaimOutcomes(source, results.map((r) => r.outcome));
+  if (!options.on) countClaimOutcomes(source, results.map((r) => r.outcome));
   return results;
 }
 

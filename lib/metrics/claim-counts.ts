@@ -2,7 +2,8 @@
  * Claim outcome counters. Each process counts outcomes in memory and, at most every FLUSH_MS, adds them
  * to claim_counts (one upsert per source and minute) so the claim hot path never contends on a shared
  * counter row. The flush timer is unref'd; `flushClaimCounts()` is called on shutdown. Counts of a
- * process that crashes between flushes are lost: these are metrics, not the source of truth.
+ * process that crashes between flushes are lost: these are metrics, not the source of truth. Claims
+ * made on a caller's own connection (`{ on }`) are not counted, since the caller may roll them back.
  */
 import { query } from "../db/sql";
 import type { ClaimOutcome } from "../claims/schema";

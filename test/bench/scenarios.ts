@@ -18,7 +18,7 @@
  *   http422      HTTP with a valid key and an empty body: + key verification + body read + zod
  */
 import type pg from "pg";
-import { CLAIM_SQL, claimEvent, claimEvents } from "../../lib/claims/claim";
+import { CLAIM_SQL, claimEvent, claimEvents, claimStatementParams } from "../../lib/claims/claim";
 import { verifyApiKey } from "../../lib/auth/api-keys";
 import { prisma } from "../../lib/db/client";
 import type { ClaimResult } from "../../lib/claims/schema";
@@ -89,7 +89,8 @@ const newIds = (n: number) => Array.from({ length: n }, newEventId);
 
 /** CLAIM_SQL's parameters for these ids, as lib/claims/claim.ts builds them (no hashes, no repeats, no lease). */
 export function claimParams(source: string, ids: readonly string[]): unknown[] {
-  return [source, ids, ids.map(() => EVENT_TYPE), ids.map(() => null), ids.map(() => 0), null, ACTOR];
+  const distinct = ids.map((eventId) => ({ first: { eventId, eventType: EVENT_TYPE }, repeats: 0 }));
+  return claimStatementParams(source, distinct, null, ACTOR);
 }
 
 export const BARE_SQL = `

@@ -6,6 +6,7 @@ import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { claimEvent } from "../../lib/claims/claim";
 import { getKeyState } from "../../lib/claims/state";
+import { flushClaimCounts } from "../../lib/metrics/claim-counts";
 import { makeSource, sql, uniq } from "../setup/db";
 
 let client: pg.Client;
@@ -34,7 +35,11 @@ describe("claimEvent inside the caller's transaction", () => {
 
     expect((await getKeyState({ source, eventId })).state).toBe("unknown");
     expect(await auditRows(source, eventId)).toBe(0);
+    // The rolled-back claim is not counted either; the pool claim after it is.
     expect((await claimEvent({ source, eventId, eventType: "charge" })).outcome).toBe("claimed");
+    await flushClaimCounts();
+    const [counts] = await sql<{ claimed: number }>("SELECT coalesce(sum(claimed), 0)::int AS claimed FROM claim_counts WHERE source = $1", [source]);
+    expect(counts.claimed).toBe(1);
   });
 
   it("commits with the caller; a second claim in the same transaction is a duplicate", async () => {
