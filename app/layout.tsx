@@ -3,6 +3,10 @@ import type { ReactNode } from "react";
 import { Providers } from "./providers";
 import "./globals.css";
 
+// Every page is rendered per request: each response carries its own CSP nonce (lib/server/start.ts),
+// which Next can only put on the scripts of a page it renders then.
+export const dynamic = "force-dynamic";
+
 export const metadata: Metadata = {
   title: { default: "Keyward", template: "%s · Keyward" },
   description: "Webhook idempotency keys, audit and safe replay",

@@ -10,8 +10,10 @@ import { isUniqueViolation } from "../db/errors";
 import { query, type PreparedSql } from "../db/sql";
 import { parseOrThrow } from "../http/validate";
 import { createApiKeyRequest, type Scope } from "./schema";
+import { recordAction } from "../audit/actions";
+import type { Principal } from "./principal";
 
-export type ApiKeyPrincipal = { kind: "apikey"; id: string; name: string; scopes: string[] };
+import type { ApiKeyPrincipal } from "./principal";
 
 export type ApiKeyInfo = {
   id: string;
@@ -26,14 +28,25 @@ const KEY_PATTERN = /^kw_([a-z0-9]{12})_([A-Za-z0-9_-]{43})$/;
 
 const sha256 = (text: string) => createHash("sha256").update(text).digest();
 
-/** Creates a key; the returned `key` is the only time it exists in clear. */
-export async function createApiKey(input: { name: string; scopes: Scope[] | string[] }): Promise<ApiKeyInfo & { key: string }> {
+/** Creates a key; the returned `key` is the only time it exists in clear. Recorded as `api_key.create`. */
+export async function createApiKey(
+  input: { name: string; scopes: Scope[] | string[] },
+  actor: Principal,
+): Promise<ApiKeyInfo & { key: string }> {
   const { name, scopes } = parseOrThrow(createApiKeyRequest, input);
   const id = randomBytes(9).toString("base64url").toLowerCase().replace(/[^a-z0-9]/g, "0").slice(0, 12);
   const key = `kw_${id}_${randomBytes(32).toString("base64url")}`;
   try {
-    const row = await prisma().apiKey.create({
-      data: { id, name, scopes: [...new Set(scopes)], keyHash: sha256(key).toString("hex") },
+    const row = await prisma().$transaction(async (tx) => {
+      const created = await tx.apiKey.create({
+        data: { id, name, scopes: [...new Set(scopes)], keyHash: sha256(key).toString("hex") },
+      });
+      await recordAction(
+        actor,
+        { action: "api_key.create", target: { type: "api_key", id }, after: { name, scopes: created.scopes } },
+        tx,
+      );
+      return created;
     });
     return { ...toInfo(row), key };
   } catch (err) {
@@ -47,15 +60,23 @@ export async function listApiKeys(): Promise<ApiKeyInfo[]> {
   return rows.map(toInfo);
 }
 
-/** Revokes by id or name. Revoking twice is harmless; an unknown key is a 404. */
-export async function revokeApiKey(idOrName: string): Promise<ApiKeyInfo> {
+/** Revokes by id or name. Revoking twice is harmless (and not recorded twice); an unknown key is a 404. */
+export async function revokeApiKey(idOrName: string, actor: Principal): Promise<ApiKeyInfo> {
   // The id wins: a key may be named like another key's id, and revoking by id must hit that id.
   const row =
     (await prisma().apiKey.findUnique({ where: { id: idOrName } })) ??
     (await prisma().apiKey.findUnique({ where: { name: idOrName } }));
   if (!row) throw KeywardError.notFound("api_key_not_found", `no API key with id or name "${idOrName}"`);
   if (row.revokedAt) return toInfo(row);
-  return toInfo(await prisma().apiKey.update({ where: { id: row.id }, data: { revokedAt: new Date() } }));
+  return prisma().$transaction(async (tx) => {
+    const revoked = await tx.apiKey.update({ where: { id: row.id }, data: { revokedAt: new Date() } });
+    await recordAction(
+      actor,
+      { action: "api_key.revoke", target: { type: "api_key", id: row.id }, before: { name: row.name, revoked: false }, after: { revoked: true } },
+      tx,
+    );
+    return toInfo(revoked);
+  });
 }
 
 const VERIFY_KEY_SQL: PreparedSql = {
@@ -83,7 +104,7 @@ export async function verifyApiKey(presented: string): Promise<ApiKeyPrincipal |
   const stored = Buffer.from(row.key_hash, "hex");
   const given = sha256(presented);
   if (stored.length !== given.length || !timingSafeEqual(stored, given) || row.revoked) return null;
-  return { kind: "apikey", id: row.id, name: row.name, scopes: row.scopes ?? [] };
+  return { kind: "apikey", id: row.id, name: row.name, capabilities: row.scopes ?? [] };
 }
 
 function toInfo(row: { id: string; name: string; scopes: string[]; createdAt: Date; lastUsedAt: Date | null; revokedAt: Date | null }): ApiKeyInfo {

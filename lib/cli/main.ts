@@ -11,6 +11,9 @@ import { closeDb } from "../db/client";
 import { parseDuration, formatDuration } from "../sources/duration";
 import { createSource, listSources } from "../sources/sources";
 import { createApiKey, listApiKeys, revokeApiKey } from "../auth/api-keys";
+import { cliPrincipal } from "../auth/principal";
+import { ROLES } from "../auth/roles";
+import { createUser, listUsers, resetPassword, updateUser } from "../auth/users";
 import { SCOPES } from "../auth/schema";
 import { ensureAuditPartitions } from "../audit/partitions";
 
@@ -95,7 +98,7 @@ source
         queueLagSeconds: o.queueLag,
         clockSkewSeconds: o.clockSkew,
         replaySeconds: o.replay,
-      });
+      }, cliPrincipal());
       console.log(`created source ${s.name}: TTL ${formatDuration(s.ttlSeconds)} (${s.ttlSeconds} s)`);
     });
   });
@@ -133,7 +136,7 @@ apikey
   )
   .action(async (o: { name: string; scopes: string[] }) => {
     await withDatabase(async () => {
-      const k = await createApiKey({ name: o.name, scopes: o.scopes });
+      const k = await createApiKey({ name: o.name, scopes: o.scopes }, cliPrincipal());
       console.error(`created API key ${k.name} (id ${k.id}, scopes ${k.scopes.join(",")}). It is shown once; store it now:`);
       console.log(k.key);
     });
@@ -166,10 +169,130 @@ apikey
   .description("revoke an API key; it stops working at once")
   .action(async (idOrName: string) => {
     await withDatabase(async () => {
-      const k = await revokeApiKey(idOrName);
+      const k = await revokeApiKey(idOrName, cliPrincipal());
       console.log(`revoked API key ${k.name} (id ${k.id}) at ${iso(k.revokedAt)}`);
     });
   });
+
+const user = program.command("user").description("console users (viewer, operator, admin)");
+
+user
+  .command("create <name>")
+  .description("create a console user; prompts for a password on a terminal, or generates one and prints it once")
+  .requiredOption("--role <role>", `one of ${ROLES.join(", ")}`)
+  .option("--generate-password", "generate a password even on a terminal")
+  .action(async (name: string, o: { role: string; generatePassword?: boolean }) => {
+    const password = o.generatePassword || !process.stdin.isTTY ? undefined : await promptNewPassword();
+    await withDatabase(async () => {
+      const r = await createUser({ username: name, role: o.role as never, password }, cliPrincipal());
+      console.error(`created ${r.user.role} ${r.user.username}.`);
+      if (r.generated) {
+        console.error("Its password is shown once; store it now:");
+        console.log(r.password);
+      }
+    });
+  });
+
+user
+  .command("list")
+  .description("list console users")
+  .option("--json", "print JSON")
+  .action(async (o: { json?: boolean }) => {
+    await withDatabase(async () => {
+      const rows = await listUsers();
+      if (o.json) return console.log(JSON.stringify(rows, null, 2));
+      if (rows.length === 0) return console.log("no users yet: keyward user create <name> --role admin");
+      printTable(
+        rows.map((u) => ({
+          USERNAME: u.username,
+          ROLE: u.role,
+          STATUS: u.disabled ? "disabled" : "active",
+          "SIGN-IN": u.sso ? "sso" : "password",
+          CREATED: iso(u.createdAt),
+          "LAST SEEN": iso(u.lastSeenAt),
+        })),
+      );
+    });
+  });
+
+for (const [verb, disabled] of [["disable", true], ["enable", false]] as const) {
+  user
+    .command(`${verb} <name>`)
+    .description(disabled ? "disable a user: their sessions end at once and they cannot sign in" : "enable a disabled user")
+    .action(async (name: string) => {
+      await withDatabase(async () => {
+        const u = await updateUser(name, { disabled }, cliPrincipal());
+        console.log(`${u.username} is ${u.disabled ? "disabled" : "enabled"}`);
+      });
+    });
+}
+
+user
+  .command("set-role <name> <role>")
+  .description(`change a user's role (${ROLES.join(", ")}); their sessions end`)
+  .action(async (name: string, role: string) => {
+    await withDatabase(async () => {
+      const u = await updateUser(name, { role }, cliPrincipal());
+      console.log(`${u.username} is now ${u.role}`);
+    });
+  });
+
+user
+  .command("reset-password <name>")
+  .description("set a new password (prompted on a terminal, else generated and printed once); sessions end")
+  .option("--generate-password", "generate a password even on a terminal")
+  .action(async (name: string, o: { generatePassword?: boolean }) => {
+    const password = o.generatePassword || !process.stdin.isTTY ? undefined : await promptNewPassword();
+    await withDatabase(async () => {
+      const r = await resetPassword(name, cliPrincipal(), password);
+      console.error(`reset the password of ${name}.`);
+      if (r.generated) {
+        console.error("The new password is shown once; store it now:");
+        console.log(r.password);
+      }
+    });
+  });
+
+/** Asks twice without echo; an empty answer means "generate one". */
+async function promptNewPassword(): Promise<string | undefined> {
+  const first = await promptHidden("Password (at least 12 characters; empty to generate one): ");
+  if (first === "") return undefined;
+  const second = await promptHidden("Repeat the password: ");
+  if (first !== second) throw new Error("the passwords differ");
+  return first;
+}
+
+function promptHidden(question: string): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const stdin = process.stdin;
+    process.stderr.write(question);
+    stdin.setRawMode(true);
+    stdin.resume();
+    stdin.setEncoding("utf8");
+    let answer = "";
+    const onData = (chunk: string) => {
+      for (const ch of chunk) {
+        if (ch === "\r" || ch === "\n") {
+          done();
+          return resolve(answer);
+        }
+        if (ch === "\u0003") {
+          done();
+          return reject(new Error("cancelled"));
+        }
+        if (ch === "\u007f" || ch === "\b") answer = answer.slice(0, -1);
+        else answer += ch;
+      }
+    };
+    const done = () => {
+      stdin.off("data", onData);
+      stdin.setRawMode(false);
+      stdin.pause();
+      process.stderr.write("\n");
+    };
+    stdin.on("data", onData);
+  });
+}
 
 program.parseAsync(process.argv).catch((err: unknown) => {
   const message = err instanceof KeywardError || err instanceof Error ? err.message : String(err);

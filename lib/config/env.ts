@@ -8,6 +8,11 @@ import { z } from "zod";
 const intFrom = (def: number, min: number, max: number) =>
   z.coerce.number().int().min(min).max(max).default(def);
 
+/** An optional setting: unset and empty both mean "not set". */
+function optionalString<T extends z.ZodType<unknown, string>>(inner: T) {
+  return z.union([z.literal("").transform(() => undefined), inner]).optional();
+}
+
 const envSchema = z.object({
   DATABASE_URL: z
     .string()
@@ -23,6 +28,20 @@ const envSchema = z.object({
   KEYWARD_DB_STATEMENT_TIMEOUT_MS: intFrom(5000, 100, 600000),
   // Idle connections are kept 5 minutes: a reopened connection costs ~12 ms plus a slow first claim.
   KEYWARD_DB_IDLE_TIMEOUT_MS: intFrom(300000, 0, 86400000),
+  // The URL people reach the console at. An https:// URL makes the session cookie Secure.
+  KEYWARD_PUBLIC_URL: optionalString(z.url({ protocol: /^https?$/, error: "must be an http:// or https:// URL" }).transform((u) => u.replace(/\/+$/, ""))),
+  // Signs session cookies; generated once and kept in the database when unset.
+  KEYWARD_AUTH_SECRET: optionalString(z.string().min(32, "must be at least 32 characters")),
+  // Take the client address from X-Forwarded-For (set by your reverse proxy) instead of the socket.
+  KEYWARD_TRUST_PROXY: z.enum(["true", "false", "1", "0", ""]).default("false").transform((v) => v === "true" || v === "1"),
+  KEYWARD_OIDC_ISSUER: optionalString(z.url({ protocol: /^https?$/, error: "must be the issuer's http(s) URL" })),
+  KEYWARD_OIDC_CLIENT_ID: optionalString(z.string()),
+  KEYWARD_OIDC_CLIENT_SECRET: optionalString(z.string()),
+  KEYWARD_OIDC_NAME: z.string().min(1).default("single sign-on"),
+  KEYWARD_OIDC_ROLE_CLAIM: optionalString(z.string()),
+  KEYWARD_OIDC_ADMINS: optionalString(z.string()),
+  KEYWARD_OIDC_OPERATORS: optionalString(z.string()),
+  KEYWARD_OIDC_VIEWERS: optionalString(z.string()),
 });
 
 export type KeywardEnv = z.infer<typeof envSchema>;

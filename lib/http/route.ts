@@ -1,47 +1,51 @@
 /**
- * The one route wrapper. Every handler under app/api is exported through `route(handler, { scopes })`,
- * which states who may call it, authenticates the caller, and maps every thrown error to the one error
- * body `{ "error": { "code", "message", "details"? } }`: KeywardError → its status, database faults →
- * 503, anything else → 500 with nothing leaked.
+ * The one route wrapper. Every handler under app/api is exported through `route(handler, access)`, which
+ * states who may call it, authenticates the caller (an API key as `Authorization: Bearer`, or a console
+ * session cookie), authorizes it by the same rule pages use (lib/auth/authorize.ts), refuses
+ * cross-origin cookie-authenticated changes (CSRF), and maps every thrown error to the one error body
+ * `{ "error": { "code", "message", "details"? } }`: KeywardError → its status, database faults → 503,
+ * anything else → 500 with nothing leaked.
  */
 import { KeywardError } from "../errors";
-import { verifyApiKey, type ApiKeyPrincipal } from "../auth/api-keys";
-import { hasScope, type Scope } from "../auth/schema";
+import { verifyApiKey } from "../auth/api-keys";
+import { authorize } from "../auth/authorize";
+import type { Principal } from "../auth/principal";
+import type { Capability } from "../auth/roles";
+import { hasSessionCookie, sessionPrincipal } from "../auth/session";
 import { isUnavailable, toUnavailable } from "../db/sql";
+import { loadEnv } from "../config/env";
+
+export type { Principal };
 
 /**
- * Who is calling. Until console sign-in exists, a browser request to a console route (no Authorization
- * header) is the anonymous local console user with read access only; the server binds to localhost by
- * default for that reason.
+ * Who may call a route: holders of at least one of `allow` (roles and API-key scopes resolve to
+ * capabilities, see lib/auth/roles.ts), or anyone, for the few routes that must work before sign-in
+ * (`public` says why).
  */
-export type Principal = ApiKeyPrincipal | { kind: "console"; name: "console"; scopes: Scope[] };
-
-export type RouteAccess = {
-  /** The caller needs at least one of these scopes. */
-  scopes: readonly Scope[];
-  /** The console's own pages may call this route without an API key (read-only routes only). */
-  console?: boolean;
-};
+export type RouteAccess = { allow: readonly Capability[] } | { public: string };
 
 export type RouteContext<P> = { req: Request; params: P; principal: Principal };
+export type PublicRouteContext<P> = { req: Request; params: P; principal: Principal | null };
 
 type NextContext = { params: Promise<Record<string, string | string[]>> };
 
 export function route<P = Record<string, string>>(
   handler: (ctx: RouteContext<P>) => Promise<Response>,
-  access: RouteAccess,
-) {
+  access: { allow: readonly Capability[] },
+): ((req: Request, next?: NextContext) => Promise<Response>) & { access: RouteAccess };
+export function route<P = Record<string, string>>(
+  handler: (ctx: PublicRouteContext<P>) => Promise<Response>,
+  access: { public: string },
+): ((req: Request, next?: NextContext) => Promise<Response>) & { access: RouteAccess };
+export function route<P>(handler: (ctx: RouteContext<P>) => Promise<Response>, access: RouteAccess) {
   const wrapped = async (req: Request, next?: NextContext): Promise<Response> => {
     try {
-      const principal =
-        access.console && !req.headers.has("authorization")
-          ? ({ kind: "console", name: "console", scopes: ["read"] } as const satisfies Principal)
-          : await authenticate(req);
-      if (!access.scopes.some((s) => hasScope(principal.scopes, s))) {
-        throw KeywardError.forbidden(`this API key lacks the scope: needs one of ${access.scopes.join(", ")}`);
-      }
+      const principal = await authenticate(req, "public" in access);
+      if (principal && !SAFE_METHODS.has(req.method) && principal.kind === "user") assertSameOrigin(req);
+      if ("allow" in access) authorize(principal!, access.allow);
       const params = ((await next?.params) ?? {}) as P;
-      return await handler({ req, params, principal });
+      // A public route's handler is typed to accept null (PublicRouteContext); others always get a principal.
+      return await handler({ req, params, principal: principal as Principal });
     } catch (err) {
       return errorResponse(err);
     }
@@ -49,14 +53,60 @@ export function route<P = Record<string, string>>(
   return Object.assign(wrapped, { access });
 }
 
-async function authenticate(req: Request): Promise<ApiKeyPrincipal> {
+const SAFE_METHODS = new Set(["GET", "HEAD", "OPTIONS"]);
+
+/**
+ * An API key wins when sent (a wrong one is a 401 even with a valid cookie: the caller meant the key).
+ * Otherwise the session cookie; otherwise no one (a 401 unless the route is public).
+ */
+async function authenticate(req: Request, optional: boolean): Promise<Principal | null> {
   const header = req.headers.get("authorization");
-  if (!header) throw KeywardError.unauthorized("missing Authorization: Bearer <api key>");
-  const m = /^Bearer\s+(\S+)$/i.exec(header);
-  if (!m) throw KeywardError.unauthorized("Authorization must be 'Bearer <api key>'");
-  const principal = await verifyApiKey(m[1]);
-  if (!principal) throw KeywardError.unauthorized("invalid or revoked API key");
-  return principal;
+  if (header) {
+    const m = /^Bearer\s+(\S+)$/i.exec(header);
+    if (!m) throw KeywardError.unauthorized("Authorization must be 'Bearer <api key>'");
+    const principal = await verifyApiKey(m[1]);
+    if (!principal) throw KeywardError.unauthorized("invalid or revoked API key");
+    return principal;
+  }
+  const user = hasSessionCookie(req.headers) ? await sessionPrincipal(req.headers) : null;
+  if (user || optional) return user;
+  throw KeywardError.unauthorized(
+    hasSessionCookie(req.headers)
+      ? "your session has ended; sign in again"
+      : "sign in to the console, or send Authorization: Bearer <api key>",
+  );
+}
+
+/**
+ * CSRF: a change made with a session cookie must come from the console's own origin. Browsers send
+ * Origin on every cross-origin request and on same-origin non-GET fetches; a request that carries
+ * neither Origin nor Sec-Fetch-Site: same-origin is refused.
+ */
+export function assertSameOrigin(req: Request): void {
+  const origin = req.headers.get("origin");
+  if (origin) {
+    if (origin !== "null" && allowedOrigins(req).has(origin.toLowerCase())) return;
+    throw KeywardError.forbidden(`cross-origin request refused: Origin ${origin} is not this console`);
+  }
+  if (req.headers.get("sec-fetch-site") === "same-origin") return;
+  throw KeywardError.forbidden("cross-origin request refused: a signed-in change must send an Origin header");
+}
+
+function allowedOrigins(req: Request): Set<string> {
+  const origins = new Set<string>();
+  const host = req.headers.get("host");
+  if (host) {
+    origins.add(`http://${host}`.toLowerCase());
+    origins.add(`https://${host}`.toLowerCase());
+  }
+  const publicUrl = loadEnv().KEYWARD_PUBLIC_URL;
+  if (publicUrl) origins.add(new URL(publicUrl).origin.toLowerCase());
+  return origins;
+}
+
+/** The caller's address as the server saw it (set by lib/server/start.ts, replacing any client value). */
+export function clientAddress(req: Request): string {
+  return req.headers.get("x-keyward-client-ip") || "unknown";
 }
 
 export function json(body: unknown, status = 200, headers?: HeadersInit): Response {
@@ -73,7 +123,8 @@ export function errorResponse(err: unknown): Response {
   }
   const body: { code: string; message: string; details?: unknown } = { code: e.code, message: e.message };
   if (e.details !== undefined) body.details = e.details;
-  const headers = e.status === 503 ? { "retry-after": "5" } : undefined;
+  const retryAfter = (e.details as { retryAfterSeconds?: number } | undefined)?.retryAfterSeconds;
+  const headers = e.status === 503 ? { "retry-after": "5" } : retryAfter ? { "retry-after": String(retryAfter) } : undefined;
   return json({ error: body }, e.status, headers);
 }
 

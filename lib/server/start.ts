@@ -4,6 +4,7 @@
  * (the claim endpoints through the fast path in fast-routes.ts, everything else through Next).
  */
 import http from "node:http";
+import { randomBytes } from "node:crypto";
 import next from "next";
 import { loadEnv } from "../config/env";
 import { openDatabase } from "../db/open";
@@ -14,6 +15,7 @@ import { flushClaimCounts } from "../metrics/claim-counts";
 import { buildIfNeeded, ensureGeneratedClient, ROOT } from "./build";
 import { matchFastRoute, serveFast } from "./fast-routes";
 import { ensureAuditPartitions, scheduleAuditPartitions } from "../audit/partitions";
+import { pageHeaders } from "../http/headers";
 
 export async function startServer(options: { build?: boolean } = {}): Promise<void> {
   const env = loadEnv();
@@ -36,8 +38,20 @@ export async function startServer(options: { build?: boolean } = {}): Promise<vo
   await app.prepare();
   const handle = app.getRequestHandler();
   const server = http.createServer((req, res) => {
+    req.headers[CLIENT_IP_HEADER] = clientIp(req, env.KEYWARD_TRUST_PROXY);
     const fast = matchFastRoute(req.method, req.url);
-    if (!fast) return void handle(req, res);
+    if (!fast) {
+      if (!req.url?.startsWith("/api/")) {
+        // Console pages: a fresh nonce per response. Next reads it from the request's CSP header and puts
+        // it on every script it renders; the browser runs no other inline script.
+        const headers = pageHeaders(randomBytes(16).toString("base64"));
+        req.headers["content-security-policy"] = headers[0][1];
+        for (const [name, value] of headers) res.setHeader(name, value);
+      } else {
+        delete req.headers["content-security-policy"];
+      }
+      return void handle(req, res);
+    }
     serveFast(fast, req, res).catch((err) => {
       console.error("[keyward] fast route failed:", err);
       if (!res.headersSent) res.writeHead(500, { "content-type": "application/json" });
@@ -81,10 +95,33 @@ export async function startServer(options: { build?: boolean } = {}): Promise<vo
   process.on("SIGTERM", () => void stop("SIGTERM"));
 }
 
+const CLIENT_IP_HEADER = "x-keyward-client-ip";
+
+/**
+ * The caller's address, for sign-in throttling and the action log: the socket's peer, or with
+ * KEYWARD_TRUST_PROXY the last address your proxy appended to X-Forwarded-For. Always replaces whatever
+ * the client sent in x-keyward-client-ip.
+ */
+function clientIp(req: http.IncomingMessage, trustProxy: boolean): string {
+  if (trustProxy) {
+    const forwarded = String(req.headers["x-forwarded-for"] ?? "").split(",").map((s) => s.trim()).filter(Boolean);
+    if (forwarded.length) return forwarded[forwarded.length - 1];
+  }
+  return req.socket.remoteAddress ?? "unknown";
+}
+
 async function printFirstStartHints(): Promise<void> {
-  const [counts] = await query<{ sources: number; keys: number }>(
-    "SELECT (SELECT count(*) FROM sources) AS sources, (SELECT count(*) FROM api_keys WHERE revoked_at IS NULL) AS keys",
+  const [counts] = await query<{ sources: number; keys: number; admins: number }>(
+    `SELECT (SELECT count(*) FROM sources) AS sources, (SELECT count(*) FROM api_keys WHERE revoked_at IS NULL) AS keys,
+            (SELECT count(*) FROM auth_users WHERE role = 'admin' AND NOT disabled) AS admins`,
   );
+  if (counts.admins === 0) {
+    console.log(
+      "[keyward] no admin yet: the console shows only its sign-in page until one exists. Create the first admin\n" +
+        "          (prompts for a password, or prints a generated one once):\n" +
+        "          npx keyward user create <name> --role admin",
+    );
+  }
   if (counts.sources === 0) {
     console.log(
       "[keyward] no source yet. Create one with a deliberate TTL (retry window + queue lag + clock skew + replay):\n" +

@@ -15,6 +15,9 @@ import { KeywardError } from "../../lib/errors";
 import { makeSource, sql, uniq } from "../setup/db";
 import { getState, isErrorBody, makeApiKey, post, type Called } from "../setup/http";
 
+import { cliPrincipal } from "../../lib/auth/principal";
+
+const ACTOR = cliPrincipal();
 function expectError(res: Called, status: number, code: string) {
   expect(res.status).toBe(status);
   expect(isErrorBody(res.body)).toBe(true);
@@ -25,7 +28,7 @@ const claimBody = async () => ({ source: await makeSource(), eventId: uniq("evt"
 
 describe("createApiKey / verifyApiKey", () => {
   it("returns kw_<id>_<secret> once and stores only its SHA-256", async () => {
-    const k = await createApiKey({ name: uniq("svc"), scopes: ["claims:write", "claims:write", "claims:read"] });
+    const k = await createApiKey({ name: uniq("svc"), scopes: ["claims:write", "claims:write", "claims:read"] }, ACTOR);
     expect(k.key).toMatch(/^kw_[a-z0-9]{12}_[A-Za-z0-9_-]{43}$/);
     expect(k.key.startsWith(`kw_${k.id}_`)).toBe(true);
     expect(k.scopes.sort()).toEqual(["claims:read", "claims:write"]); // de-duplicated
@@ -38,7 +41,7 @@ describe("createApiKey / verifyApiKey", () => {
   });
 
   it("verifies the right key, rejects a forged secret, a malformed key and an unknown id", async () => {
-    const k = await createApiKey({ name: uniq("svc"), scopes: ["claims:write"] });
+    const k = await createApiKey({ name: uniq("svc"), scopes: ["claims:write"] }, ACTOR);
     expect(await verifyApiKey(k.key)).toEqual({ kind: "apikey", id: k.id, name: k.name, scopes: ["claims:write"] });
     const secret = k.key.slice(-43);
     const forged = k.key.slice(0, -43) + (secret[0] === "A" ? "B" : "A") + secret.slice(1);
@@ -48,7 +51,7 @@ describe("createApiKey / verifyApiKey", () => {
   });
 
   it("stamps last_used_at on use", async () => {
-    const k = await createApiKey({ name: uniq("svc"), scopes: ["claims:write"] });
+    const k = await createApiKey({ name: uniq("svc"), scopes: ["claims:write"] }, ACTOR);
     const [before] = await sql<{ last_used_at: Date | null }>("SELECT last_used_at FROM api_keys WHERE id = $1", [k.id]);
     expect(before.last_used_at).toBeNull();
     await verifyApiKey(k.key);
@@ -57,7 +60,7 @@ describe("createApiKey / verifyApiKey", () => {
   });
 
   it("a forged secret does not stamp last_used_at", async () => {
-    const k = await createApiKey({ name: uniq("svc"), scopes: ["claims:write"] });
+    const k = await createApiKey({ name: uniq("svc"), scopes: ["claims:write"] }, ACTOR);
     const secret = k.key.slice(-43);
     await verifyApiKey(k.key.slice(0, -43) + (secret[0] === "A" ? "B" : "A") + secret.slice(1));
     const [row] = await sql<{ last_used_at: Date | null }>("SELECT last_used_at FROM api_keys WHERE id = $1", [k.id]);
@@ -66,27 +69,27 @@ describe("createApiKey / verifyApiKey", () => {
 
   it("a second key with the same name → 409 api_key_exists; bad names and scopes → 422", async () => {
     const name = uniq("svc");
-    await createApiKey({ name, scopes: ["read"] });
-    await expect(createApiKey({ name, scopes: ["read"] })).rejects.toMatchObject({ status: 409, code: "api_key_exists" });
-    await expect(createApiKey({ name: "", scopes: ["read"] })).rejects.toBeInstanceOf(KeywardError);
-    await expect(createApiKey({ name: uniq("svc"), scopes: [] })).rejects.toMatchObject({ status: 422 });
-    await expect(createApiKey({ name: uniq("svc"), scopes: ["admin"] })).rejects.toMatchObject({ status: 422 });
+    await createApiKey({ name, scopes: ["read"] }, ACTOR);
+    await expect(createApiKey({ name, scopes: ["read"] }, ACTOR)).rejects.toMatchObject({ status: 409, code: "api_key_exists" });
+    await expect(createApiKey({ name: "", scopes: ["read"] }, ACTOR)).rejects.toBeInstanceOf(KeywardError);
+    await expect(createApiKey({ name: uniq("svc"), scopes: [] }, ACTOR)).rejects.toMatchObject({ status: 422 });
+    await expect(createApiKey({ name: uniq("svc"), scopes: ["admin"] }, ACTOR)).rejects.toMatchObject({ status: 422 });
   });
 
   it("listApiKeys never exposes the key or its hash", async () => {
-    const k = await createApiKey({ name: uniq("svc"), scopes: ["claims:read"] });
+    const k = await createApiKey({ name: uniq("svc"), scopes: ["claims:read"] }, ACTOR);
     const listed = (await listApiKeys()).find((x) => x.id === k.id)!;
     expect(Object.keys(listed).sort()).toEqual(["createdAt", "id", "lastUsedAt", "name", "revokedAt", "scopes"]);
     expect(JSON.stringify(await listApiKeys())).not.toContain(k.key.slice(-43));
   });
 
   it("revoke by name or id; twice is harmless; unknown → 404", async () => {
-    const a = await createApiKey({ name: uniq("svc"), scopes: ["read"] });
-    const first = await revokeApiKey(a.name);
+    const a = await createApiKey({ name: uniq("svc"), scopes: ["read"] }, ACTOR);
+    const first = await revokeApiKey(a.name, ACTOR);
     expect(first.revokedAt).toBeInstanceOf(Date);
-    const again = await revokeApiKey(a.id);
+    const again = await revokeApiKey(a.id, ACTOR);
     expect(again.revokedAt!.getTime()).toBe(first.revokedAt!.getTime());
-    await expect(revokeApiKey(uniq("nobody"))).rejects.toMatchObject({ status: 404, code: "api_key_not_found" });
+    await expect(revokeApiKey(uniq("nobody"), ACTOR)).rejects.toMatchObject({ status: 404, code: "api_key_not_found" });
   });
 });
 
@@ -127,7 +130,7 @@ describe("401 and 403 on the claim routes", () => {
   it("a revoked key gets 401 at once", async () => {
     const { key, id } = await makeApiKey(["claims:write"]);
     expect((await post(claimRoute, await claimBody(), { key })).status).toBe(201);
-    await revokeApiKey(id);
+    await revokeApiKey(id, ACTOR);
     const res = await post(claimRoute, await claimBody(), { key });
     expectError(res, 401, "unauthorized");
     expect(res.body.error.message).toMatch(/revoked/);

@@ -38,6 +38,9 @@ import { buildBlocks, claimParams, newEventId, type BenchContext, type Block, ty
 import { eventsPerSec, median, rotate, summarise, type Paired, type RoundSample } from "./stats";
 import { aimLines, costSplit, markdownReport, textTable, type Aim, type Machine, type Row } from "./report";
 
+import { cliPrincipal } from "../../lib/auth/principal";
+
+const ACTOR = cliPrincipal();
 const ROOT = path.resolve(__dirname, "../..");
 const SERVER_URL = process.env.BENCH_DATABASE_URL ?? "postgresql://postgres@127.0.0.1:5432/postgres";
 
@@ -200,8 +203,8 @@ async function main(): Promise<void> {
     queueLagSeconds: 86400,
     clockSkewSeconds: 300,
     replaySeconds: 3 * 86400,
-  });
-  const apiKey = await createApiKey({ name: "bench", scopes: ["claims:write"] });
+  }, ACTOR);
+  const apiKey = await createApiKey({ name: "bench", scopes: ["claims:write"] }, ACTOR);
 
   log("starting the server (node bin/keyward.cjs start --no-build)");
   let server: RunningServer | undefined;

@@ -3,12 +3,13 @@
  * out), for creating API keys, and for reading a key's row and audit history with raw SQL.
  */
 import { createApiKey } from "../../lib/auth/api-keys";
+import { cliPrincipal } from "../../lib/auth/principal";
 import type { Scope } from "../../lib/auth/schema";
 import { sql, uniq } from "./db";
 
 /** Creates an API key with these scopes; returns the key in clear and its name. */
 export async function makeApiKey(scopes: Scope[] = ["claims:write"]): Promise<{ key: string; name: string; id: string }> {
-  const k = await createApiKey({ name: uniq("key"), scopes });
+  const k = await createApiKey({ name: uniq("key"), scopes }, cliPrincipal());
   return { key: k.key, name: k.name, id: k.id };
 }
 

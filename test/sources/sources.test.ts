@@ -5,6 +5,9 @@ import { createSourceRequest, MAX_TTL_SECONDS } from "../../lib/sources/schema";
 import { claimEvent } from "../../lib/claims/claim";
 import { sql, uniq } from "../setup/db";
 
+import { cliPrincipal } from "../../lib/auth/principal";
+
+const ACTOR = cliPrincipal();
 const parts = { retryWindowSeconds: 3 * 86400, queueLagSeconds: 86400, clockSkewSeconds: 300, replaySeconds: 3 * 86400 };
 
 describe("createSourceRequest", () => {
@@ -36,7 +39,7 @@ describe("createSourceRequest", () => {
 describe("createSource / listSources", () => {
   it("stores TTL = the sum of the four parts and lists the source", async () => {
     const name = uniq("src");
-    const s = await createSource({ name, ...parts });
+    const s = await createSource({ name, ...parts }, ACTOR);
     expect(s.ttlSeconds).toBe(3 * 86400 + 86400 + 300 + 3 * 86400);
     const [row] = await sql<{ ttl_seconds: number }>("SELECT ttl_seconds FROM sources WHERE name = $1", [name]);
     expect(row.ttl_seconds).toBe(s.ttlSeconds);
@@ -45,19 +48,19 @@ describe("createSource / listSources", () => {
   });
 
   it("lists sources sorted by name", async () => {
-    const names = await Promise.all(["zz", "aa", "mm"].map(async (p) => (await createSource({ name: uniq(p), ...parts })).name));
+    const names = await Promise.all(["zz", "aa", "mm"].map(async (p) => (await createSource({ name: uniq(p), ...parts }, ACTOR)).name));
     const listed = (await listSources()).map((s) => s.name).filter((n) => names.includes(n));
     expect(listed).toEqual([...names].sort());
   });
 
   it("a second source with the same name → 409 source_exists", async () => {
     const name = uniq("src");
-    await createSource({ name, ...parts });
-    await expect(createSource({ name, ...parts })).rejects.toMatchObject({ status: 409, code: "source_exists" });
+    await createSource({ name, ...parts }, ACTOR);
+    await expect(createSource({ name, ...parts }, ACTOR)).rejects.toMatchObject({ status: 409, code: "source_exists" });
   });
 
   it("invalid input → 422 naming the fields", async () => {
-    await expect(createSource({ name: "Bad Name", ...parts, retryWindowSeconds: 0 })).rejects.toMatchObject({
+    await expect(createSource({ name: "Bad Name", ...parts, retryWindowSeconds: 0 }, ACTOR)).rejects.toMatchObject({
       status: 422,
       details: { fields: expect.arrayContaining([expect.objectContaining({ field: "name" }), expect.objectContaining({ field: "retryWindowSeconds" })]) },
     });
@@ -82,7 +85,7 @@ describe("createSource / listSources", () => {
 
   it("claims on a new source expire after exactly its TTL", async () => {
     const name = uniq("src");
-    const s = await createSource({ name, retryWindowSeconds: 60, queueLagSeconds: 30, clockSkewSeconds: 5, replaySeconds: 25 });
+    const s = await createSource({ name, retryWindowSeconds: 60, queueLagSeconds: 30, clockSkewSeconds: 5, replaySeconds: 25 }, ACTOR);
     const eventId = uniq("evt");
     await claimEvent({ source: name, eventId, eventType: "t" });
     const [row] = await sql<{ exact: boolean }>(

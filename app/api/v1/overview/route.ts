@@ -6,4 +6,4 @@
 import { getOverview } from "@/lib/overview/overview";
 import { json, route } from "@/lib/http/route";
 
-export const GET = route(async () => json(await getOverview()), { scopes: ["read"], console: true });
+export const GET = route(async () => json(await getOverview()), { allow: ["read"] });

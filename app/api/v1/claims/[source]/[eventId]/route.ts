@@ -7,5 +7,5 @@ import { json, route } from "@/lib/http/route";
 
 export const GET = route<{ source: string; eventId: string }>(
   async ({ params }) => json(await getKeyState(params)),
-  { scopes: ["claims:read"] },
+  { allow: ["claims:read"] },
 );

@@ -1,0 +1,131 @@
+/**
+ * Console identities through Better Auth: local accounts (username + password, hashed with scrypt, a
+ * memory-hard function), database sessions in an HTTP-only SameSite=Lax cookie, and optional OpenID
+ * Connect single sign-on. Why Better Auth rather than Auth.js: see docs/auth.md.
+ *
+ * Better Auth's own HTTP endpoints are not exposed wholesale: Keyward's routes call `auth.api.*`
+ * server-side (sign-in, sign-out, session), and only the OIDC redirect endpoints are forwarded to its
+ * handler (app/api/auth/[...all]). Sign-up is disabled: accounts are created by an admin.
+ */
+import { randomBytes } from "node:crypto";
+import { betterAuth } from "better-auth";
+import { username } from "better-auth/plugins/username";
+import { genericOAuth } from "better-auth/plugins/generic-oauth";
+import { loadEnv } from "../config/env";
+import { pool } from "../db/client";
+import { query } from "../db/sql";
+import { oidcConfig, oidcPlugin } from "./oidc";
+
+export const SESSION_COOKIE_PREFIX = "keyward";
+/** A session lives 12 hours and is extended while used (at most once an hour). */
+export const SESSION_TTL_SECONDS = 12 * 60 * 60;
+
+function buildAuth(secret: string) {
+  const env = loadEnv();
+  const baseURL = env.KEYWARD_PUBLIC_URL ?? `http://${env.HOSTNAME}:${env.PORT}`;
+  const oidc = oidcConfig(env);
+  return betterAuth({
+    appName: "Keyward",
+    baseURL,
+    basePath: "/api/auth",
+    secret,
+    database: pool(),
+    telemetry: { enabled: false },
+    logger: { level: "error" },
+    emailAndPassword: { enabled: true, disableSignUp: true, minPasswordLength: 12, maxPasswordLength: 256 },
+    session: {
+      modelName: "auth_sessions",
+      expiresIn: SESSION_TTL_SECONDS,
+      updateAge: 60 * 60,
+      fields: {
+        expiresAt: "expires_at",
+        createdAt: "created_at",
+        updatedAt: "updated_at",
+        ipAddress: "ip_address",
+        userAgent: "user_agent",
+        userId: "user_id",
+      },
+    },
+    user: {
+      modelName: "auth_users",
+      fields: { emailVerified: "email_verified", createdAt: "created_at", updatedAt: "updated_at" },
+      additionalFields: {
+        role: { type: "string", required: true, defaultValue: "viewer", input: false },
+        disabled: { type: "boolean", required: true, defaultValue: false, input: false },
+      },
+    },
+    account: {
+      modelName: "auth_accounts",
+      fields: {
+        accountId: "account_id",
+        providerId: "provider_id",
+        userId: "user_id",
+        accessToken: "access_token",
+        refreshToken: "refresh_token",
+        idToken: "id_token",
+        accessTokenExpiresAt: "access_token_expires_at",
+        refreshTokenExpiresAt: "refresh_token_expires_at",
+        createdAt: "created_at",
+        updatedAt: "updated_at",
+      },
+      accountLinking: { enabled: false },
+    },
+    verification: {
+      modelName: "auth_verifications",
+      fields: { expiresAt: "expires_at", createdAt: "created_at", updatedAt: "updated_at" },
+    },
+    // Keyward limits sign-in itself (per user and per address, with lock-out: throttle.ts), in the database
+    // so that every process sees the same counts.
+    rateLimit: { enabled: false },
+    advanced: {
+      cookiePrefix: SESSION_COOKIE_PREFIX,
+      useSecureCookies: baseURL.startsWith("https://"),
+      defaultCookieAttributes: { httpOnly: true, sameSite: "lax", path: "/" },
+      // The server sets x-keyward-client-ip from the socket (or a trusted proxy), replacing any client value.
+      ipAddress: { ipAddressHeaders: ["x-keyward-client-ip"] },
+      database: { generateId: () => randomBytes(12).toString("base64url") },
+    },
+    plugins: [
+      username({
+        minUsernameLength: 2,
+        maxUsernameLength: 64,
+        usernameValidator: (name) => /^[a-z0-9][a-z0-9._-]*$/.test(name),
+        schema: { user: { fields: { displayUsername: "display_username" } } },
+      }),
+      ...(oidc ? [genericOAuth({ config: [oidcPlugin(oidc)] })] : []),
+    ],
+  });
+}
+
+export type Auth = ReturnType<typeof buildAuth>;
+
+const globalAuth = globalThis as unknown as { __keywardAuth?: Promise<Auth> };
+
+/** The one Better Auth instance (its signing secret is read from the environment or the database first). */
+export function getAuth(): Promise<Auth> {
+  if (!globalAuth.__keywardAuth) {
+    globalAuth.__keywardAuth = authSecret().then(buildAuth);
+    globalAuth.__keywardAuth.catch(() => (globalAuth.__keywardAuth = undefined));
+  }
+  return globalAuth.__keywardAuth;
+}
+
+/**
+ * The secret that signs session cookies: KEYWARD_AUTH_SECRET, or one generated at the first start and
+ * kept in the settings table, so every process on the same database agrees and restarts keep sessions.
+ */
+async function authSecret(): Promise<string> {
+  const fromEnv = loadEnv().KEYWARD_AUTH_SECRET;
+  if (fromEnv) return fromEnv;
+  // Two processes starting at once on a fresh database: the loser's statement may not see the winner's
+  // row yet (its snapshot predates the commit), so it asks again.
+  for (let attempt = 0; attempt < 3; attempt++) {
+    const [row] = await query<{ value: string }>(
+      `WITH ins AS (INSERT INTO settings (key, value) VALUES ('auth_secret', $1) ON CONFLICT (key) DO NOTHING RETURNING value)
+       SELECT value FROM ins UNION ALL SELECT value FROM settings WHERE key = 'auth_secret' LIMIT 1`,
+      [randomBytes(32).toString("base64url")],
+    );
+    if (row) return row.value;
+  }
+  throw new Error("could not read or create the session-signing secret");
+}

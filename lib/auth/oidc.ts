@@ -1,0 +1,90 @@
+/**
+ * Optional single sign-on through OpenID Connect, on when KEYWARD_OIDC_ISSUER, _CLIENT_ID and
+ * _CLIENT_SECRET are set. The provider is discovered from `<issuer>/.well-known/openid-configuration`;
+ * the flow is the authorization-code flow with PKCE, state and nonce, and ID tokens verified against the
+ * issuer's JWKS (Better Auth's generic OAuth plugin).
+ *
+ * Roles: the claim named by KEYWARD_OIDC_ROLE_CLAIM (a string or a list of strings; the highest of
+ * viewer / operator / admin found wins), or else the allow-lists KEYWARD_OIDC_ADMINS / _OPERATORS /
+ * _VIEWERS (comma-separated emails). An identity that maps to no role signs in to nothing: it gets no
+ * access. The role is re-read at every sign-in, so removing someone upstream takes effect at their next one.
+ */
+import type { GenericOAuthConfig } from "better-auth/plugins/generic-oauth";
+import type { KeywardEnv } from "../config/env";
+import { ROLES, ROLE_RANK, type Role } from "./roles";
+
+export const OIDC_PROVIDER_ID = "oidc";
+/** Stored for an SSO identity that maps to no role; it grants nothing. */
+export const NO_ROLE = "none";
+
+export type OidcConfig = {
+  issuer: string;
+  clientId: string;
+  clientSecret: string;
+  displayName: string;
+  roleClaim?: string;
+  allow: Record<Role, Set<string>>;
+};
+
+const list = (value: string | undefined) =>
+  new Set((value ?? "").split(",").map((s) => s.trim().toLowerCase()).filter(Boolean));
+
+export function oidcConfig(env: KeywardEnv): OidcConfig | null {
+  if (!env.KEYWARD_OIDC_ISSUER || !env.KEYWARD_OIDC_CLIENT_ID || !env.KEYWARD_OIDC_CLIENT_SECRET) return null;
+  return {
+    issuer: env.KEYWARD_OIDC_ISSUER.replace(/\/+$/, ""),
+    clientId: env.KEYWARD_OIDC_CLIENT_ID,
+    clientSecret: env.KEYWARD_OIDC_CLIENT_SECRET,
+    displayName: env.KEYWARD_OIDC_NAME,
+    roleClaim: env.KEYWARD_OIDC_ROLE_CLAIM,
+    allow: {
+      admin: list(env.KEYWARD_OIDC_ADMINS),
+      operator: list(env.KEYWARD_OIDC_OPERATORS),
+      viewer: list(env.KEYWARD_OIDC_VIEWERS),
+    },
+  };
+}
+
+/** The role an identity provider's profile maps to, or null for none. */
+export function mapOidcRole(config: OidcConfig, profile: Record<string, unknown>): Role | null {
+  let best: Role | null = null;
+  const consider = (r: Role) => {
+    if (!best || ROLE_RANK[r] > ROLE_RANK[best]) best = r;
+  };
+  if (config.roleClaim) {
+    const raw = profile[config.roleClaim];
+    const values = Array.isArray(raw) ? raw : raw == null ? [] : [raw];
+    for (const v of values) {
+      const s = String(v).toLowerCase();
+      if ((ROLES as readonly string[]).includes(s)) consider(s as Role);
+    }
+  }
+  const email = typeof profile.email === "string" ? profile.email.toLowerCase() : "";
+  if (email && profile.email_verified !== false) {
+    for (const r of ROLES) if (config.allow[r].has(email)) consider(r);
+  }
+  return best;
+}
+
+export function oidcPlugin(config: OidcConfig): GenericOAuthConfig {
+  return {
+    providerId: OIDC_PROVIDER_ID,
+    name: config.displayName,
+    discoveryUrl: `${config.issuer}/.well-known/openid-configuration`,
+    requireIdTokenVerification: true,
+    clientId: config.clientId,
+    clientSecret: config.clientSecret,
+    scopes: ["openid", "email", "profile"],
+    pkce: true,
+    overrideUserInfo: true,
+    mapProfileToUser: (profile) => {
+      const email = typeof profile.email === "string" ? profile.email.toLowerCase() : "";
+      const base = String(profile.preferred_username ?? email.split("@")[0] ?? profile.sub ?? "sso-user");
+      return {
+        name: String(profile.name ?? base),
+        email: email || `${String(profile.sub)}@sso.keyward.invalid`,
+        role: mapOidcRole(config, profile) ?? NO_ROLE,
+      };
+    },
+  };
+}

@@ -1,0 +1,27 @@
+/**
+ * Page-side authorization, by the same rule as routes (authorize.ts): server components ask who is
+ * signed in and whether they may see a page. The console layout sends anyone not signed in to /sign-in.
+ */
+import { headers } from "next/headers";
+import { redirect } from "next/navigation";
+import { isAllowed } from "./authorize";
+import type { UserPrincipal } from "./principal";
+import type { Capability } from "./roles";
+import { sessionPrincipal } from "./session";
+
+export async function currentUser(): Promise<UserPrincipal | null> {
+  return sessionPrincipal(new Headers(await headers()));
+}
+
+/** The signed-in user, or a redirect to the sign-in page. */
+export async function requireUser(): Promise<UserPrincipal> {
+  const user = await currentUser();
+  if (!user) redirect("/sign-in");
+  return user;
+}
+
+/** For a page that needs a capability: the user, and whether they may see it (render a refusal if not). */
+export async function requirePage(allow: readonly Capability[]): Promise<{ user: UserPrincipal; allowed: boolean }> {
+  const user = await requireUser();
+  return { user, allowed: isAllowed(user, allow) };
+}

@@ -1,0 +1,97 @@
+/**
+ * Signing in and out of the console. Sign-in is throttled per username and per client address
+ * (throttle.ts) and every attempt, successful or not, is recorded in the operator action log with the
+ * reason (server-side only: the caller learns just "invalid username or password").
+ */
+import { z } from "zod";
+import { KeywardError } from "../errors";
+import { prisma } from "../db/client";
+import { parseOrThrow } from "../http/validate";
+import { recordAction } from "../audit/actions";
+import { getAuth } from "./auth";
+import { oidcConfig, OIDC_PROVIDER_ID } from "./oidc";
+import type { Principal, UserPrincipal } from "./principal";
+import { clearSignInFailures, recordSignInFailure, signInLock } from "./throttle";
+import { loadEnv } from "../config/env";
+
+export const signInRequest = z.strictObject({
+  username: z.string().trim().toLowerCase().min(1, "is required").max(64, "must be at most 64 characters"),
+  password: z.string().min(1, "is required").max(256, "must be at most 256 characters"),
+});
+
+const INVALID = () => KeywardError.unauthorized("invalid username or password");
+
+export type SessionInfo = {
+  user: { username: string; name: string; role: string; capabilities: string[] } | null;
+  /** False on a fresh install: the console then shows how to create the first admin, and nothing else. */
+  adminExists: boolean;
+  sso: { providerId: string; name: string } | null;
+};
+
+export function publicUser(p: UserPrincipal) {
+  return { username: p.username, name: p.name, role: p.role, capabilities: p.capabilities };
+}
+
+export async function sessionInfo(principal: Principal | null): Promise<SessionInfo> {
+  const oidc = oidcConfig(loadEnv());
+  return {
+    user: principal?.kind === "user" ? publicUser(principal) : null,
+    adminExists: (await prisma().authUser.count({ where: { role: "admin", disabled: false } })) > 0,
+    sso: oidc ? { providerId: OIDC_PROVIDER_ID, name: oidc.displayName } : null,
+  };
+}
+
+/** Returns Better Auth's Set-Cookie headers on success; throws 401 (or 429 when locked out) otherwise. */
+export async function signIn(body: unknown, req: Request, address: string): Promise<{ headers: Headers; username: string }> {
+  const { username, password } = parseOrThrow(signInRequest, body);
+  const target = { type: "user", id: username };
+  const lock = await signInLock(username, address);
+  if (lock) {
+    await recordAction("anonymous", { action: "sign_in", outcome: "refused", reason: `locked out (${lock.scope})`, target, address });
+    const minutes = Math.ceil(lock.retryAfterSeconds / 60);
+    throw new KeywardError(
+      429,
+      "locked_out",
+      `too many failed sign-ins ${lock.scope === "user" ? "for this user" : "from this address"}; try again in ${minutes} minute${minutes === 1 ? "" : "s"}`,
+      { retryAfterSeconds: lock.retryAfterSeconds },
+    );
+  }
+  const user = await prisma().authUser.findUnique({ where: { username }, select: { disabled: true } });
+  let reason = user ? "wrong password" : "unknown user";
+  if (user?.disabled) reason = "account disabled";
+  else if (user) {
+    const auth = await getAuth();
+    const res = await auth.api.signInUsername({
+      body: { username, password },
+      headers: req.headers,
+      asResponse: true,
+    });
+    if (res.ok) {
+      await clearSignInFailures(username);
+      await recordAction(`user:${username}`, { action: "sign_in", target, address });
+      const headers = new Headers();
+      for (const c of res.headers.getSetCookie()) headers.append("set-cookie", c);
+      return { headers, username };
+    }
+    if (res.status >= 500) throw new Error(`sign-in failed with status ${res.status}`);
+  }
+  const locked = await recordSignInFailure(username, address);
+  await recordAction("anonymous", {
+    action: "sign_in",
+    outcome: "failed",
+    reason: locked ? `${reason}; now locked out` : reason,
+    target,
+    address,
+  });
+  throw INVALID();
+}
+
+/** Ends the caller's session; returns the Set-Cookie headers that clear the cookie. */
+export async function signOut(req: Request, principal: Principal): Promise<Headers> {
+  const auth = await getAuth();
+  const res = await auth.api.signOut({ headers: req.headers, asResponse: true });
+  await recordAction(principal, { action: "sign_out" });
+  const headers = new Headers();
+  for (const c of res.headers.getSetCookie()) headers.append("set-cookie", c);
+  return headers;
+}

@@ -1,0 +1,199 @@
+/**
+ * Console accounts: create (with a given or generated password), list, disable/enable, change role,
+ * reset password. Local accounts sign in with username + password; SSO accounts are created by their
+ * first sign-in. Each change is recorded in the operator action log in the same transaction.
+ * Disabling a user or changing their role ends their sessions at once.
+ */
+import { randomBytes } from "node:crypto";
+import { z } from "zod";
+import { KeywardError } from "../errors";
+import { prisma } from "../db/client";
+import { isUniqueViolation } from "../db/errors";
+import { parseOrThrow } from "../http/validate";
+import { recordAction } from "../audit/actions";
+import { getAuth } from "./auth";
+import type { Principal } from "./principal";
+import { role, type Role } from "./roles";
+
+export const username = z
+  .string()
+  .transform((s) => s.trim().toLowerCase())
+  .pipe(z.string().regex(/^[a-z0-9][a-z0-9._-]{1,63}$/, "must be 2-64 characters: letters, digits, '.', '_' or '-'"));
+
+export const password = z
+  .string()
+  .min(12, "must be at least 12 characters")
+  .max(256, "must be at most 256 characters");
+
+export const createUserRequest = z.strictObject({
+  username,
+  role,
+  /** Omit to have one generated; it is returned once. */
+  password: password.optional(),
+  name: z.string().trim().min(1).max(128).optional(),
+});
+
+export const updateUserRequest = z
+  .strictObject({ role: role.optional(), disabled: z.boolean().optional() })
+  .refine((v) => v.role !== undefined || v.disabled !== undefined, "send role and/or disabled");
+
+export type UserInfo = {
+  id: string;
+  username: string;
+  name: string;
+  role: Role | "none";
+  disabled: boolean;
+  sso: boolean;
+  createdAt: Date;
+  lastSeenAt: Date | null;
+};
+
+const LOCAL_EMAIL_DOMAIN = "local.keyward.invalid";
+
+export function generatePassword(): string {
+  return randomBytes(18).toString("base64url");
+}
+
+async function hashPassword(plain: string): Promise<string> {
+  const ctx = await (await getAuth()).$context;
+  return ctx.password.hash(plain);
+}
+
+/** Creates a local account; `password` in the result is the only time it exists in clear. */
+export async function createUser(
+  input: z.input<typeof createUserRequest>,
+  actor: Principal,
+): Promise<{ user: UserInfo; password: string; generated: boolean }> {
+  const req = parseOrThrow(createUserRequest, input);
+  const plain = req.password ?? generatePassword();
+  const hash = await hashPassword(plain);
+  const id = randomBytes(12).toString("base64url");
+  try {
+    const user = await prisma().$transaction(async (tx) => {
+      const u = await tx.authUser.create({
+        data: {
+          id,
+          name: req.name ?? req.username,
+          email: `${req.username}@${LOCAL_EMAIL_DOMAIN}`,
+          emailVerified: true,
+          username: req.username,
+          displayUsername: req.username,
+          role: req.role,
+          accounts: { create: { id: randomBytes(12).toString("base64url"), accountId: id, providerId: "credential", password: hash } },
+        },
+        include: { accounts: { select: { providerId: true } } },
+      });
+      await recordAction(
+        actor,
+        { action: "user.create", target: { type: "user", id: req.username }, after: { role: req.role } },
+        tx,
+      );
+      return u;
+    });
+    return { user: toInfo({ ...user, sessions: [] }), password: plain, generated: req.password === undefined };
+  } catch (err) {
+    if (isUniqueViolation(err)) throw KeywardError.conflict("user_exists", `a user named "${req.username}" already exists`);
+    throw err;
+  }
+}
+
+export async function listUsers(): Promise<UserInfo[]> {
+  const rows = await prisma().authUser.findMany({
+    orderBy: { createdAt: "asc" },
+    include: {
+      accounts: { select: { providerId: true } },
+      sessions: { select: { updatedAt: true }, orderBy: { updatedAt: "desc" }, take: 1 },
+    },
+  });
+  return rows.map(toInfo);
+}
+
+export async function countActiveAdmins(): Promise<number> {
+  return prisma().authUser.count({ where: { role: "admin", disabled: false } });
+}
+
+/** Changes role and/or disabled. Refuses to leave no active admin. Ends the user's sessions. */
+export async function updateUser(name: string, input: unknown, actor: Principal): Promise<UserInfo> {
+  const uname = parseOrThrow(username, name);
+  const change = parseOrThrow(updateUserRequest, input);
+  return prisma().$transaction(async (tx) => {
+    // Lock the admins so two concurrent demotions cannot both see "another admin remains".
+    await tx.$queryRaw`SELECT id FROM auth_users WHERE role = 'admin' FOR UPDATE`;
+    const before = await tx.authUser.findUnique({ where: { username: uname } });
+    if (!before) throw KeywardError.notFound("user_not_found", `no user named "${uname}"`);
+    const after = { role: change.role ?? before.role, disabled: change.disabled ?? before.disabled };
+    const losesAdmin = before.role === "admin" && !before.disabled && (after.role !== "admin" || after.disabled);
+    if (losesAdmin) {
+      const others = await tx.authUser.count({ where: { role: "admin", disabled: false, id: { not: before.id } } });
+      if (others === 0) {
+        throw KeywardError.conflict("last_admin", `"${uname}" is the last active admin; make another admin first`);
+      }
+    }
+    const updated = await tx.authUser.update({
+      where: { id: before.id },
+      data: { role: after.role, disabled: after.disabled },
+      include: { accounts: { select: { providerId: true } } },
+    });
+    await tx.authSession.deleteMany({ where: { userId: before.id } });
+    const action = change.disabled === true ? "user.disable" : change.disabled === false && change.role === undefined ? "user.enable" : "user.update";
+    await recordAction(
+      actor,
+      {
+        action,
+        target: { type: "user", id: uname },
+        before: { role: before.role, disabled: before.disabled },
+        after,
+      },
+      tx,
+    );
+    return toInfo({ ...updated, sessions: [] });
+  });
+}
+
+/** Sets a new password (given or generated) for a local account and ends its sessions. */
+export async function resetPassword(
+  name: string,
+  actor: Principal,
+  given?: string,
+): Promise<{ password: string; generated: boolean }> {
+  const uname = parseOrThrow(username, name);
+  const plain = given === undefined ? generatePassword() : parseOrThrow(password, given);
+  const hash = await hashPassword(plain);
+  await prisma().$transaction(async (tx) => {
+    const user = await tx.authUser.findUnique({ where: { username: uname } });
+    if (!user) throw KeywardError.notFound("user_not_found", `no user named "${uname}"`);
+    const updated = await tx.authAccount.updateMany({
+      where: { userId: user.id, providerId: "credential" },
+      data: { password: hash, updatedAt: new Date() },
+    });
+    if (updated.count === 0) {
+      throw KeywardError.conflict("not_local_user", `"${uname}" signs in through single sign-on and has no password`);
+    }
+    await tx.authSession.deleteMany({ where: { userId: user.id } });
+    await recordAction(actor, { action: "user.reset_password", target: { type: "user", id: uname } }, tx);
+  });
+  return { password: plain, generated: given === undefined };
+}
+
+function toInfo(row: {
+  id: string;
+  username: string | null;
+  email: string;
+  name: string;
+  role: string;
+  disabled: boolean;
+  createdAt: Date;
+  accounts: { providerId: string }[];
+  sessions: { updatedAt: Date }[];
+}): UserInfo {
+  return {
+    id: row.id,
+    username: row.username ?? row.email,
+    name: row.name,
+    role: row.role as UserInfo["role"],
+    disabled: row.disabled,
+    sso: !row.accounts.some((a) => a.providerId === "credential"),
+    createdAt: row.createdAt,
+    lastSeenAt: row.sessions[0]?.updatedAt ?? null,
+  };
+}
