@@ -50,7 +50,9 @@ function buildAuth(secret: string) {
       modelName: "auth_users",
       fields: { emailVerified: "email_verified", createdAt: "created_at", updatedAt: "updated_at" },
       additionalFields: {
-        role: { type: "string", required: true, defaultValue: "viewer", input: false },
+        // Local accounts are created with an explicit role (users.ts); an account Better Auth creates (a
+        // first SSO sign-in) starts with none, and oidc.ts sets the mapped role before the sign-in answers.
+        role: { type: "string", required: true, defaultValue: "none", input: false },
         disabled: { type: "boolean", required: true, defaultValue: false, input: false },
       },
     },

@@ -6,10 +6,14 @@
  *
  * Roles: the claim named by KEYWARD_OIDC_ROLE_CLAIM (a string or a list of strings; the highest of
  * viewer / operator / admin found wins), or else the allow-lists KEYWARD_OIDC_ADMINS / _OPERATORS /
- * _VIEWERS (comma-separated emails). An identity that maps to no role signs in to nothing: it gets no
- * access. The role is re-read at every sign-in, so removing someone upstream takes effect at their next one.
+ * _VIEWERS (comma-separated emails), read from the ID token's claims. An identity that maps to no role
+ * signs in to nothing: it gets no access. The role is re-read at every sign-in (applyOidcRole, called by
+ * the callback route before it answers), so removing someone upstream takes effect at their next one.
+ * Better Auth does not store a mapped profile's extra fields, hence this step of our own.
  */
 import type { GenericOAuthConfig } from "better-auth/plugins/generic-oauth";
+import { decodeJwt } from "jose";
+import { prisma } from "../db/client";
 import type { KeywardEnv } from "../config/env";
 import { ROLES, ROLE_RANK, type Role } from "./roles";
 
@@ -79,12 +83,31 @@ export function oidcPlugin(config: OidcConfig): GenericOAuthConfig {
     overrideUserInfo: true,
     mapProfileToUser: (profile) => {
       const email = typeof profile.email === "string" ? profile.email.toLowerCase() : "";
-      const base = String(profile.preferred_username ?? email.split("@")[0] ?? profile.sub ?? "sso-user");
       return {
-        name: String(profile.name ?? base),
+        name: String(profile.name ?? profile.preferred_username ?? (email || profile.sub)),
         email: email || `${String(profile.sub)}@sso.keyward.invalid`,
-        role: mapOidcRole(config, profile) ?? NO_ROLE,
       };
     },
   };
+}
+
+/**
+ * Sets the role of a user who just signed in through SSO from the claims of the ID token Better Auth
+ * verified and stored for this sign-in. Returns the role, or NO_ROLE (no access) when nothing maps.
+ */
+export async function applyOidcRole(config: OidcConfig, userId: string): Promise<Role | typeof NO_ROLE> {
+  const account = await prisma().authAccount.findFirst({
+    where: { userId, providerId: OIDC_PROVIDER_ID },
+    orderBy: { updatedAt: "desc" },
+    select: { idToken: true },
+  });
+  let claims: Record<string, unknown> = {};
+  try {
+    if (account?.idToken) claims = decodeJwt(account.idToken);
+  } catch {
+    claims = {};
+  }
+  const role = mapOidcRole(config, claims) ?? NO_ROLE;
+  await prisma().authUser.update({ where: { id: userId }, data: { role } });
+  return role;
 }

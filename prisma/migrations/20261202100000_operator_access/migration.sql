@@ -12,7 +12,7 @@ CREATE TABLE "auth_users" (
     "username" TEXT UNIQUE,
     "display_username" TEXT,
     -- 'none' is an SSO identity that maps to no role: it signs in to nothing.
-    "role" TEXT NOT NULL DEFAULT 'viewer' CHECK ("role" IN ('viewer', 'operator', 'admin', 'none')),
+    "role" TEXT NOT NULL DEFAULT 'none' CHECK ("role" IN ('viewer', 'operator', 'admin', 'none')),
     "disabled" BOOLEAN NOT NULL DEFAULT false
 );
 
