@@ -3,7 +3,7 @@
  * `next build` when there is no build or a source file is newer than it.
  */
 import { spawnSync } from "node:child_process";
-import { existsSync, readdirSync, statSync } from "node:fs";
+import { existsSync, mkdirSync, readdirSync, rmSync, statSync } from "node:fs";
 import path from "node:path";
 
 export const ROOT = path.resolve(__dirname, "../..");
@@ -34,11 +34,38 @@ export function ensureGeneratedClient(): void {
   run([require.resolve("prisma/build/index.js"), "generate"], { ...process.env, PRISMA_SCHEMA_ENGINE_BINARY: "/bin/false" });
 }
 
-export function buildIfNeeded(): void {
+function isStale(): boolean {
   const buildId = path.join(ROOT, ".next", "BUILD_ID");
   const built = existsSync(buildId) ? statSync(buildId).mtimeMs : 0;
   const changed = Math.max(...SOURCES.map((s) => newestMtime(path.join(ROOT, s))));
-  if (built > changed) return;
-  console.log(built ? "[keyward] sources changed since the last build; rebuilding …" : "[keyward] building the console …");
-  run([require.resolve("next/dist/bin/next"), "build"]);
+  return built <= changed;
+}
+
+const LOCK = path.join(ROOT, ".next-build.lock");
+const LOCK_STALE_MS = 10 * 60_000;
+
+/**
+ * Builds when stale. Two processes (a server start and a test run, say) never build at once: the
+ * second waits for the first's lock, then finds the build current.
+ */
+export function buildIfNeeded(): void {
+  if (!isStale()) return;
+  for (;;) {
+    try {
+      mkdirSync(LOCK);
+      break;
+    } catch {
+      const age = existsSync(LOCK) ? Date.now() - statSync(LOCK).mtimeMs : 0;
+      if (age > LOCK_STALE_MS) rmSync(LOCK, { recursive: true, force: true });
+      else Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 500);
+    }
+  }
+  try {
+    if (!isStale()) return;
+    const first = !existsSync(path.join(ROOT, ".next", "BUILD_ID"));
+    console.log(first ? "[keyward] building the console …" : "[keyward] sources changed since the last build; rebuilding …");
+    run([require.resolve("next/dist/bin/next"), "build"]);
+  } finally {
+    rmSync(LOCK, { recursive: true, force: true });
+  }
 }
