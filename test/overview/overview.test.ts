@@ -12,6 +12,7 @@ import { overviewSchema, type Overview, type SourceOverview } from "../../lib/ov
 import { GET } from "../../app/api/v1/overview/route";
 import { formatDuration, formatPercent } from "../../components/ui/format";
 import { makeSource, sql, uniq } from "../setup/db";
+import { makeApiKey } from "../setup/http";
 
 const HASH_A = "a".repeat(64);
 const HASH_B = "b".repeat(64);
@@ -124,10 +125,20 @@ describe("getOverview", () => {
 });
 
 describe("GET /api/v1/overview", () => {
-  it("lets the console read without an API key", async () => {
-    const res = await GET(new Request("http://localhost/api/v1/overview"));
+  it("answers a caller allowed to read (an API key with scope read) in the console's shape", async () => {
+    const { key } = await makeApiKey(["read"]);
+    const res = await GET(new Request("http://localhost/api/v1/overview", { headers: { authorization: `Bearer ${key}` } }));
     expect(res.status).toBe(200);
     expect(overviewSchema.safeParse(await res.json()).success).toBe(true);
+  });
+
+  it("refuses an anonymous caller (401) and a key that may not read (403)", async () => {
+    const anon = await GET(new Request("http://localhost/api/v1/overview"));
+    expect(anon.status).toBe(401);
+    expect(((await anon.json()) as { error: { code: string } }).error.code).toBe("unauthorized");
+    const { key } = await makeApiKey(["claims:write"]);
+    const denied = await GET(new Request("http://localhost/api/v1/overview", { headers: { authorization: `Bearer ${key}` } }));
+    expect(denied.status).toBe(403);
   });
 
   it("refuses an invalid API key with the one error body", async () => {
