@@ -16,6 +16,10 @@ const BIN = path.join(ROOT, "bin/keyward.cjs");
 
 type Run = { code: number; stdout: string; stderr: string };
 
+// Each `keyward` run is a fresh Node process that compiles the CLI with tsx (seconds each, far more on a
+// loaded 2-core machine), and a test runs several in turn: the default 30 s is too tight.
+const CLI_TEST_TIMEOUT_MS = 120_000;
+
 function keyward(...args: string[]): Promise<Run> {
   return new Promise((resolve) => {
     execFile(
@@ -30,7 +34,7 @@ function keyward(...args: string[]): Promise<Run> {
   });
 }
 
-describe("keyward source", () => {
+describe("keyward source", { timeout: CLI_TEST_TIMEOUT_MS }, () => {
   it("create: TTL = the sum of the four durations, stored and printed", async () => {
     const name = uniq("cli");
     const r = await keyward("source", "create", name, "--retry-window", "3d", "--queue-lag", "1d", "--clock-skew", "5m", "--replay", "2d12h");
@@ -87,7 +91,7 @@ describe("keyward source", () => {
   });
 });
 
-describe("keyward apikey", () => {
+describe("keyward apikey", { timeout: CLI_TEST_TIMEOUT_MS }, () => {
   it("create prints the key once on stdout; it authenticates; list never shows it; revoke → 401 at once", async () => {
     const name = uniq("svc");
     const created = await keyward("apikey", "create", "--name", name, "--scopes", "claims:write, claims:read");
@@ -153,10 +157,6 @@ async function signInAs(username: string, password: string): Promise<string | un
   const cookie = headers.getSetCookie().map((c) => c.split(";")[0]).join("; ");
   return (await sessionPrincipal(new Headers({ cookie })))?.username;
 }
-
-// Each `keyward` run is a fresh Node process (~2 s, far more on a loaded 2-core machine), and these tests run
-// several in turn.
-const CLI_TEST_TIMEOUT_MS = 120_000;
 
 describe("keyward user", { timeout: CLI_TEST_TIMEOUT_MS }, () => {
   it("create without a terminal prints a generated password once on stdout; it signs in; list shows the user; disable stops sign-in", async () => {
