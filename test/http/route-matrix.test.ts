@@ -153,11 +153,11 @@ describe("the real server enforces each route's declared access", () => {
 
   beforeAll(async () => {
     ({ baseUrl } = await startTestServer(spawned));
-    const sessionOf = (role: Role) => signedInUser(baseUrl, role).then((u) => u.cookie);
-    const [cookies, keys] = await Promise.all([
-      Promise.all((["viewer", "operator", "admin"] as const).map(async (role) => [role, await sessionOf(role)] as const)),
-      Promise.all(SCOPES.map(async (s) => [s, (await makeApiKey([s])).key] as const)),
-    ]);
+    // One at a time: on a loaded 2-core machine, a burst of transactions can wait past Prisma's 2 s maxWait.
+    const cookies: (readonly [Role, string])[] = [];
+    for (const role of ["viewer", "operator", "admin"] as const) cookies.push([role, (await signedInUser(baseUrl, role)).cookie]);
+    const keys: (readonly [Scope, string])[] = [];
+    for (const s of SCOPES) keys.push([s, (await makeApiKey([s])).key]);
     principals = [
       ...cookies.map(([role, cookie]) => ({
         name: `${role} session`,
