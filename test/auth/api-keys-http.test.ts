@@ -116,3 +116,38 @@ describe("API keys over HTTP", () => {
     expect(n).toBe(1);
   });
 });
+
+describe("an operator frees a stuck key", () => {
+  it("operators may release a key without its token (logged as key.release); viewers may not", async () => {
+    const source = await makeSource(86400, uniq("stuck"));
+    await sql(
+      `INSERT INTO dedup_keys (source, event_id, event_type, status, claim_token, claim_kind, lease_expires_at, expires_at)
+       VALUES ($1, 'evt-stuck', 't', 'processing', gen_random_uuid(), 'claimed', now() + interval '1 hour', now() + interval '1 day')`,
+      [source],
+    );
+    const viewer = await signedInUser(baseUrl, "viewer");
+    const refused = await call(baseUrl, "POST", "/api/v1/claims/release", {
+      cookie: viewer.cookie,
+      origin: baseUrl,
+      body: { source, eventId: "evt-stuck" },
+    });
+    expect(refused.status).toBe(403);
+
+    const operator = await signedInUser(baseUrl, "operator");
+    const released = await call(baseUrl, "POST", "/api/v1/claims/release", {
+      cookie: operator.cookie,
+      origin: baseUrl,
+      body: { source, eventId: "evt-stuck" },
+    });
+    expect(released.status).toBe(200);
+    expect(released.body.status).toBe("released");
+    const [{ n }] = await sql<{ n: number }>("SELECT count(*) AS n FROM dedup_keys WHERE source = $1", [source]);
+    expect(n).toBe(0);
+    const [logged] = await sql<{ actor: string; target: string }>(
+      `SELECT actor, detail->'target'->>'id' AS target FROM audit_events
+       WHERE kind = 'operator' AND detail->>'action' = 'key.release' AND source = $1`,
+      [source],
+    );
+    expect(logged).toEqual({ actor: `user:${operator.username}`, target: `${source}/evt-stuck` });
+  });
+});
