@@ -8,9 +8,9 @@
  * handler (app/api/auth/[...all]). Sign-up is disabled: accounts are created by an admin.
  */
 import { randomBytes } from "node:crypto";
-import { betterAuth } from "better-auth";
-import { username } from "better-auth/plugins/username";
-import { genericOAuth } from "better-auth/plugins/generic-oauth";
+import type { betterAuth as BetterAuth } from "better-auth";
+import type { username as Username } from "better-auth/plugins/username";
+import type { genericOAuth as GenericOAuth } from "better-auth/plugins/generic-oauth";
 import { loadEnv } from "../config/env";
 import { pool } from "../db/client";
 import { query } from "../db/sql";
@@ -20,7 +20,19 @@ export const SESSION_COOKIE_PREFIX = "keyward";
 /** A session lives 12 hours and is extended while used (at most once an hour). */
 export const SESSION_TTL_SECONDS = 12 * 60 * 60;
 
-function buildAuth(secret: string) {
+/** Better Auth's modules, loaded on first use: CLI commands that never touch sign-in do not pay for them. */
+type Modules = { betterAuth: typeof BetterAuth; username: typeof Username; genericOAuth: typeof GenericOAuth };
+
+async function loadModules(): Promise<Modules> {
+  const [core, user, oauth] = await Promise.all([
+    import("better-auth"),
+    import("better-auth/plugins/username"),
+    import("better-auth/plugins/generic-oauth"),
+  ]);
+  return { betterAuth: core.betterAuth, username: user.username, genericOAuth: oauth.genericOAuth };
+}
+
+function buildAuth(secret: string, { betterAuth, username, genericOAuth }: Modules) {
   const env = loadEnv();
   const baseURL = env.KEYWARD_PUBLIC_URL ?? `http://${env.HOSTNAME}:${env.PORT}`;
   const oidc = oidcConfig(env);
@@ -106,7 +118,7 @@ const globalAuth = globalThis as unknown as { __keywardAuth?: Promise<Auth> };
 /** The one Better Auth instance (its signing secret is read from the environment or the database first). */
 export function getAuth(): Promise<Auth> {
   if (!globalAuth.__keywardAuth) {
-    globalAuth.__keywardAuth = authSecret().then(buildAuth);
+    globalAuth.__keywardAuth = Promise.all([authSecret(), loadModules()]).then(([secret, modules]) => buildAuth(secret, modules));
     globalAuth.__keywardAuth.catch(() => (globalAuth.__keywardAuth = undefined));
   }
   return globalAuth.__keywardAuth;

@@ -58,8 +58,11 @@ export async function signIn(body: unknown, req: Request, address: string): Prom
   }
   const user = await prisma().authUser.findUnique({ where: { username }, select: { disabled: true } });
   let reason = user ? "wrong password" : "unknown user";
-  if (user?.disabled) reason = "account disabled";
-  else if (user) {
+  if (!user || user.disabled) {
+    if (user) reason = "account disabled";
+    // Spend the same scrypt time as a real check, so the answer's timing does not tell which names exist.
+    await burnPasswordCheck(password);
+  } else {
     const auth = await getAuth();
     const res = await auth.api.signInUsername({
       body: { username, password },
@@ -84,6 +87,14 @@ export async function signIn(body: unknown, req: Request, address: string): Prom
     address,
   });
   throw INVALID();
+}
+
+let dummyHash: Promise<string> | undefined;
+
+async function burnPasswordCheck(password: string): Promise<void> {
+  const ctx = await (await getAuth()).$context;
+  dummyHash ??= ctx.password.hash(`keyward-dummy-${Date.now()}`);
+  await ctx.password.verify({ hash: await dummyHash, password });
 }
 
 /** Ends the caller's session; returns the Set-Cookie headers that clear the cookie. */

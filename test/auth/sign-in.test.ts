@@ -116,7 +116,9 @@ describe("signing in", () => {
     const user = await makeUser("viewer");
     expectLockedOut(await attempt(user, user.password, address), /from this address/);
     expect((await attempt(user, user.password, newAddress())).status).toBe(200);
-  });
+    // Each failure spends a full scrypt check (unknown names too, so timing reveals nothing): 20 of them
+    // need more than the default 30 s on a loaded 2-core machine.
+  }, 120_000);
 
   it("a success clears the user's failure count", async () => {
     const user = await makeUser("viewer");
