@@ -3,7 +3,7 @@
  * `next build` when there is no build or a source file is newer than it.
  */
 import { spawnSync } from "node:child_process";
-import { existsSync, mkdirSync, readdirSync, rmSync, statSync } from "node:fs";
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import path from "node:path";
 
 export const ROOT = path.resolve(__dirname, "../..");
@@ -34,11 +34,15 @@ export function ensureGeneratedClient(): void {
   run([require.resolve("prisma/build/index.js"), "generate"], { ...process.env, PRISMA_SCHEMA_ENGINE_BINARY: "/bin/false" });
 }
 
+/** When the current build started reading sources: a file changed after that is not in it. */
+const STARTED = path.join(ROOT, ".next", "keyward-build-started");
+
 function isStale(): boolean {
   const buildId = path.join(ROOT, ".next", "BUILD_ID");
-  const built = existsSync(buildId) ? statSync(buildId).mtimeMs : 0;
+  if (!existsSync(buildId)) return true;
+  const started = existsSync(STARTED) ? Number(readFileSync(STARTED, "utf8")) || 0 : statSync(buildId).mtimeMs;
   const changed = Math.max(...SOURCES.map((s) => newestMtime(path.join(ROOT, s))));
-  return built <= changed;
+  return started <= changed;
 }
 
 const LOCK = path.join(ROOT, ".next-build.lock");
@@ -64,7 +68,9 @@ export function buildIfNeeded(): void {
     if (!isStale()) return;
     const first = !existsSync(path.join(ROOT, ".next", "BUILD_ID"));
     console.log(first ? "[keyward] building the console …" : "[keyward] sources changed since the last build; rebuilding …");
+    const started = Date.now();
     run([require.resolve("next/dist/bin/next"), "build"]);
+    writeFileSync(STARTED, String(started));
   } finally {
     rmSync(LOCK, { recursive: true, force: true });
   }
