@@ -28,6 +28,14 @@ const envSchema = z.object({
   KEYWARD_DB_STATEMENT_TIMEOUT_MS: intFrom(5000, 100, 600000),
   // Idle connections are kept 5 minutes: a reopened connection costs ~12 ms plus a slow first claim.
   KEYWARD_DB_IDLE_TIMEOUT_MS: intFrom(300000, 0, 86400000),
+  // Pruning expired dedup keys (lib/retention/prune.ts): rows per batch (one short transaction each),
+  // pause between batches, time budget per run, and how often the server runs it (0: never).
+  KEYWARD_PRUNE_BATCH_SIZE: intFrom(5000, 1, 100000),
+  KEYWARD_PRUNE_PAUSE_MS: intFrom(50, 0, 60000),
+  KEYWARD_PRUNE_BUDGET_MS: intFrom(30000, 1, 3600000),
+  KEYWARD_PRUNE_INTERVAL_SECONDS: intFrom(60, 0, 86400),
+  // Lets an external scheduler call POST /api/v1/maintenance/prune/external; unset, that route is a 404.
+  KEYWARD_MAINTENANCE_SECRET: optionalString(z.string().min(32, "must be at least 32 characters")),
   // The URL people reach the console at. An https:// URL makes the session cookie Secure.
   KEYWARD_PUBLIC_URL: optionalString(z.url({ protocol: /^https?$/, error: "must be an http:// or https:// URL" }).transform((u) => u.replace(/\/+$/, ""))),
   // Signs session cookies; generated once and kept in the database when unset.

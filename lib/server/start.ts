@@ -15,6 +15,7 @@ import { flushClaimCounts } from "../metrics/claim-counts";
 import { buildIfNeeded, ensureGeneratedClient, ROOT } from "./build";
 import { matchFastRoute, serveFast } from "./fast-routes";
 import { ensureAuditPartitions, scheduleAuditPartitions } from "../audit/partitions";
+import { schedulePruning } from "../retention/schedule";
 import { pageHeaders } from "../http/headers";
 
 export async function startServer(options: { build?: boolean } = {}): Promise<void> {
@@ -73,6 +74,7 @@ export async function startServer(options: { build?: boolean } = {}): Promise<vo
   const port = typeof address === "object" && address ? address.port : env.PORT;
   console.log(`[keyward] console and API on http://${env.HOSTNAME}:${port}`);
   const stopPartitions = scheduleAuditPartitions((msg) => console.error(`[keyward] ${msg}`));
+  const stopPruning = schedulePruning((msg) => console.error(`[keyward] ${msg}`));
   await printFirstStartHints();
 
   let stopping = false;
@@ -81,11 +83,13 @@ export async function startServer(options: { build?: boolean } = {}): Promise<vo
     stopping = true;
     console.log(`[keyward] ${signal}: shutting down`);
     stopPartitions();
+    const pruningStopped = stopPruning();
     // Let requests in flight finish (a committed claim must get its answer), then cut what is left.
     const closed = new Promise((r) => server.close(r));
     server.closeIdleConnections();
     const drained = await Promise.race([closed.then(() => true), new Promise((r) => setTimeout(() => r(false), 10_000))]);
     if (!drained) server.closeAllConnections();
+    await pruningStopped; // a run in progress ends after its current batch, before the pool closes
     await flushClaimCounts().catch(() => {});
     await closeDb();
     await database.close();
