@@ -42,6 +42,15 @@ const envSchema = z.object({
   KEYWARD_AUTH_SECRET: optionalString(z.string().min(32, "must be at least 32 characters")),
   // Take the client address from X-Forwarded-For (set by your reverse proxy) instead of the socket.
   KEYWARD_TRUST_PROXY: z.enum(["true", "false", "1", "0", ""]).default("false").transform((v) => v === "true" || v === "1"),
+  // The metrics sampler (lib/metrics/sampler.ts): one sample of the dedup table every this many seconds,
+  // in whole minutes (samples are keyed by minute); 0 turns it off.
+  KEYWARD_SAMPLE_INTERVAL_SECONDS: z.coerce
+    .number()
+    .int()
+    .min(0)
+    .max(3600)
+    .refine((s) => s % 60 === 0, "must be 0 (off) or whole minutes: 60, 120, … 3600")
+    .default(60),
   KEYWARD_OIDC_ISSUER: optionalString(z.url({ protocol: /^https?$/, error: "must be the issuer's http(s) URL" })),
   KEYWARD_OIDC_CLIENT_ID: optionalString(z.string()),
   KEYWARD_OIDC_CLIENT_SECRET: optionalString(z.string()),

@@ -12,6 +12,7 @@ import { migrate } from "../db/migrate";
 import { closeDb } from "../db/client";
 import { query } from "../db/sql";
 import { flushClaimCounts } from "../metrics/claim-counts";
+import { scheduleMetricsSampler } from "../metrics/sampler";
 import { buildIfNeeded, ensureGeneratedClient, ROOT } from "./build";
 import { matchFastRoute, serveFast } from "./fast-routes";
 import { ensureAuditPartitions, scheduleAuditPartitions } from "../audit/partitions";
@@ -74,6 +75,7 @@ export async function startServer(options: { build?: boolean } = {}): Promise<vo
   const port = typeof address === "object" && address ? address.port : env.PORT;
   console.log(`[keyward] console and API on http://${env.HOSTNAME}:${port}`);
   const stopPartitions = scheduleAuditPartitions((msg) => console.error(`[keyward] ${msg}`));
+  const stopSampler = scheduleMetricsSampler((msg) => console.error(`[keyward] ${msg}`));
   const stopPruning = schedulePruning((msg) => console.error(`[keyward] ${msg}`));
   await printFirstStartHints();
 
@@ -83,6 +85,7 @@ export async function startServer(options: { build?: boolean } = {}): Promise<vo
     stopping = true;
     console.log(`[keyward] ${signal}: shutting down`);
     stopPartitions();
+    const samplerStopped = stopSampler();
     const pruningStopped = stopPruning();
     // Let requests in flight finish (a committed claim must get its answer), then cut what is left.
     const closed = new Promise((r) => server.close(r));
@@ -91,6 +94,7 @@ export async function startServer(options: { build?: boolean } = {}): Promise<vo
     if (!drained) server.closeAllConnections();
     await pruningStopped; // a run in progress ends after its current batch, before the pool closes
     await flushClaimCounts().catch(() => {});
+    await samplerStopped; // a sample in progress commits or rolls back before the pool closes
     await closeDb();
     await database.close();
     process.exit(0);
