@@ -2,39 +2,30 @@
  * The console in a real headless Chromium (Debian's package; .ci/run installs it): the real server on
  * this run's database, figures created through the library, read back off the rendered Overview.
  */
-import { existsSync } from "node:fs";
-import { chromium, type Browser } from "playwright-core";
+import type { Browser, BrowserContext } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { claimEvent } from "../../lib/claims/claim";
 import { flushClaimCounts } from "../../lib/metrics/claim-counts";
 import { makeSource, uniq } from "../setup/db";
+import { launchChromium, signedInContext } from "../setup/browser";
 import { baseEnv, freePort, startKeyward, stopServer, type Server } from "../setup/server";
-
-const CHROMIUM = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
 
 let server: Server | undefined;
 let browser: Browser | undefined;
+let context: BrowserContext | undefined;
 let baseUrl: string;
 const spawned: Server[] = [];
 
 beforeAll(async () => {
-  if (!existsSync(CHROMIUM)) {
-    throw new Error(`no Chromium at ${CHROMIUM}: install Debian's package (apt-get install chromium) or set CHROMIUM_PATH`);
-  }
   const port = await freePort();
   baseUrl = `http://127.0.0.1:${port}`;
   server = await startKeyward(
     Object.assign(baseEnv(), { DATABASE_URL: process.env.DATABASE_URL, PORT: String(port), HOSTNAME: "127.0.0.1" }),
     spawned,
   );
-  // Playwright gives every launch a fresh, temporary profile directory.
-  browser = await chromium.launch({
-    executablePath: CHROMIUM,
-    args: [
-      "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-      "--disable-background-networking", "--disable-component-update", "--disable-sync",
-    ],
-  });
+  browser = await launchChromium();
+  // The console's API answers signed-in users only.
+  context = await signedInContext(browser, baseUrl);
 }, 660_000);
 
 afterAll(async () => {
@@ -49,7 +40,7 @@ describe("the console in Chromium", () => {
     await claimEvent({ source, eventId: "leased", eventType: "charge", leaseSeconds: 600 });
     await flushClaimCounts();
 
-    const page = await browser!.newPage();
+    const page = await context!.newPage();
     const errors: string[] = [];
     page.on("pageerror", (e) => errors.push(String(e)));
     page.on("console", (m) => m.type() === "error" && errors.push(m.text()));
