@@ -122,7 +122,8 @@ async function runBatches(client: Queryable, options: PruneOptions): Promise<Pru
   const pauseMs = options.pauseMs ?? env.KEYWARD_PRUNE_PAUSE_MS;
   const budgetMs = options.budgetMs ?? env.KEYWARD_PRUNE_BUDGET_MS;
   const [{ id }] = await query<{ id: number }>(
-    "INSERT INTO prune_runs (mode, trigger, actor) VALUES ('batch', $1, $2) RETURNING id",
+    `WITH run AS (INSERT INTO prune_runs (mode, trigger, actor) VALUES ('batch', $1, $2) RETURNING id)
+     SELECT id, ${ASYNC_COMMIT} FROM run`,
     [options.trigger, options.actor ?? null],
     client,
   );
@@ -143,10 +144,6 @@ async function runBatches(client: Queryable, options: PruneOptions): Promise<Pru
       }
       if (deleted < batchSize) {
         stopped = "drained";
-        break;
-      }
-      if (options.signal?.aborted) {
-        stopped = "shutdown";
         break;
       }
       if (performance.now() - start + pauseMs >= budgetMs) {
@@ -172,7 +169,6 @@ async function runBatches(client: Queryable, options: PruneOptions): Promise<Pru
     },
   );
   if (failure !== undefined) throw failure;
-  await query(`DELETE FROM prune_runs WHERE started_at < now() - make_interval(days => $1)`, [PRUNE_RUNS_KEPT_DAYS], client);
   return finished!;
 }
 
@@ -190,18 +186,28 @@ type RunRow = {
   error: string | null;
 };
 
+/**
+ * The run's own record is bookkeeping: its two writes commit without waiting for the disk flush
+ * (synchronous_commit off for that transaction alone), which on a busy disk was most of a small run's
+ * fixed cost. A crash can lose the record's last update, never a deletion: each batch commits normally.
+ */
+const ASYNC_COMMIT = "set_config('synchronous_commit', 'off', true) AS async_commit";
+
 const RUN_COLUMNS = `id, started_at AS "startedAt", finished_at AS "finishedAt", mode, trigger, actor, batches, rows,
   partitions_dropped AS "partitionsDropped", stopped, error`;
 
+/** Completes the run's record, and deletes the records older than PRUNE_RUNS_KEPT_DAYS. */
 async function finishRun(
   id: number,
   r: { batches: number; rows: number; stopped: PruneStop; error: string | null },
   on: Queryable,
 ): Promise<PruneRunRecord> {
   const [row] = await query<RunRow>(
-    `UPDATE prune_runs SET finished_at = clock_timestamp(), batches = $2, rows = $3, stopped = $4, error = $5
-     WHERE id = $1 RETURNING ${RUN_COLUMNS}`,
-    [id, r.batches, r.rows, r.stopped, r.error],
+    `WITH expired_runs AS (DELETE FROM prune_runs WHERE started_at < now() - make_interval(days => $6)),
+     run AS (UPDATE prune_runs SET finished_at = clock_timestamp(), batches = $2, rows = $3, stopped = $4, error = $5
+             WHERE id = $1 RETURNING ${RUN_COLUMNS})
+     SELECT run.*, ${ASYNC_COMMIT} FROM run`,
+    [id, r.batches, r.rows, r.stopped, r.error, PRUNE_RUNS_KEPT_DAYS],
     on,
   );
   return toRunRecord(row);
@@ -229,6 +235,7 @@ export function toRunRecord(r: RunRow): PruneRunRecord {
 
 function pause(ms: number, signal?: AbortSignal): Promise<void> {
   return new Promise((resolve) => {
+    if (signal?.aborted) return resolve();
     const done = () => {
       clearTimeout(timer);
       signal?.removeEventListener("abort", done);

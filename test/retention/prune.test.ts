@@ -9,6 +9,7 @@ import { describe, expect, it } from "vitest";
 import { PRUNE_LOCK_KEY, pruneExpiredKeys, listPruneRuns } from "../../lib/retention/prune";
 import { rowsPerSecond, type PruneOutcome, type PruneRunRecord } from "../../lib/retention/prune-schema";
 import { claimEvent } from "../../lib/claims/claim";
+import { closeDb } from "../../lib/db/client";
 import { makeSource, sql, uniq } from "../setup/db";
 import { countKeys, insertKeys } from "../setup/keys";
 import { usePrivateDatabase } from "../setup/private-db";
@@ -215,6 +216,33 @@ describe("pruneExpiredKeys", () => {
     const survivedOnOldRow = reclaimed.filter((r) => r.claimKind === "reclaimed_after_expiry").length;
     expect(run.rows).toBe(backlog - survivedOnOldRow);
     expect(run.stopped).toBe("drained");
+  });
+
+  it("a failing run is recorded with its error, reported to the caller, and gives the lock back", async () => {
+    const source = await makeSource();
+    await insertKeys(source, 100, "now() - interval '1 hour'");
+    const original = process.env.KEYWARD_DB_STATEMENT_TIMEOUT_MS;
+    process.env.KEYWARD_DB_STATEMENT_TIMEOUT_MS = "300";
+    await closeDb(); // the next pool has the short statement timeout
+    const blocker = new pg.Client({ connectionString: db.url() });
+    await blocker.connect();
+    try {
+      await blocker.query("BEGIN");
+      await blocker.query("LOCK TABLE dedup_keys IN ACCESS EXCLUSIVE MODE");
+      const failure = await pruneExpiredKeys({ trigger: "cli", actor: "test" }).catch((err: unknown) => err);
+      expect(failure).toMatchObject({ status: 503, code: "database_unavailable" });
+    } finally {
+      await blocker.end();
+      if (original === undefined) delete process.env.KEYWARD_DB_STATEMENT_TIMEOUT_MS;
+      else process.env.KEYWARD_DB_STATEMENT_TIMEOUT_MS = original;
+      await closeDb();
+    }
+    const [latest] = await listPruneRuns(1);
+    expect(latest).toMatchObject({ trigger: "cli", actor: "test", stopped: "error", rows: 0, batches: 0 });
+    expect(latest.error).toMatch(/database unavailable \(57014\)/);
+    expect(latest.finishedAt).not.toBeNull();
+    // The lock went with the failed run: the next one runs.
+    expect(ran(await pruneExpiredKeys({ trigger: "cli", pauseMs: 0 })).rows).toBe(100);
   });
 
   it("keeps 30 days of run records", async () => {
