@@ -1,20 +1,27 @@
 import Link from "next/link";
 import type { ReactNode } from "react";
+import { SessionProvider } from "@/components/auth/SessionProvider";
+import { UserMenu } from "@/components/auth/UserMenu";
 import { ConsoleNav } from "@/components/ui/ConsoleNav";
+import { requireUser } from "@/lib/auth/pages";
 
-/** The console shell: brand, navigation between the screens, and the page. */
-export default function ConsoleLayout({ children }: { children: ReactNode }) {
+/** The console shell for signed-in people (anyone else goes to /sign-in): brand, navigation, user, page. */
+export default async function ConsoleLayout({ children }: { children: ReactNode }) {
+  const { username, name, role, capabilities } = await requireUser();
   return (
-    <div className="shell">
-      <header className="topbar">
-        <div className="topbar__inner">
-          <Link href="/" className="brand">
-            Keyward
-          </Link>
-          <ConsoleNav />
-        </div>
-      </header>
-      <main className="content">{children}</main>
-    </div>
+    <SessionProvider user={{ username, name, role, capabilities }}>
+      <div className="shell">
+        <header className="topbar">
+          <div className="topbar__inner">
+            <Link href="/" className="brand">
+              Keyward
+            </Link>
+            <ConsoleNav />
+            <UserMenu />
+          </div>
+        </header>
+        <main className="content">{children}</main>
+      </div>
+    </SessionProvider>
   );
 }

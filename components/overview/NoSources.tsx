@@ -1,10 +1,13 @@
 "use client";
 
+import Link from "next/link";
+import { useCan } from "@/components/auth/SessionProvider";
 import { CommandBlock } from "@/components/ui/CommandBlock";
 import { EmptyState } from "@/components/ui/EmptyState";
 
 /** First-run guidance: no source exists, so nothing can be claimed yet. */
 export function NoSources() {
+  const isAdmin = useCan("admin");
   // Rendered only in the browser after the overview loaded, so the page's own origin is known.
   const origin = typeof window === "undefined" ? "http://localhost:3000" : window.location.origin;
   return (
@@ -14,13 +17,22 @@ export function NoSources() {
         the sender&apos;s retry window plus margins for queue lag, clock skew and replays. Keyward refuses claims for a
         source that does not exist.
       </p>
+      {!isAdmin && <p>Sources and API keys are created by an admin, on the server:</p>}
       <ol className="steps">
         <li>
           Create a source (here: a Stripe-class sender, keys live 7 days 5 minutes):
           <CommandBlock command="npx keyward source create stripe --retry-window 3d --queue-lag 1d --clock-skew 5m --replay 3d" />
         </li>
         <li>
-          Create an API key for the service that receives the webhooks (the key is shown once):
+          Create an API key for the service that receives the webhooks (the key is shown once)
+          {isAdmin ? (
+            <>
+              {" "}
+              on the <Link href="/api-keys">API keys</Link> page, or with the CLI:
+            </>
+          ) : (
+            ":"
+          )}
           <CommandBlock command="npx keyward apikey create --name my-service --scopes claims:write" />
         </li>
         <li>

@@ -2,13 +2,19 @@
 
 import Link from "next/link";
 import { usePathname } from "next/navigation";
+import { useSession } from "@/components/auth/SessionProvider";
+import { hasCapability, type Capability } from "@/lib/auth/roles";
 
-const ITEMS = [
+/** The screens, and the capability each needs (the page refuses by the same rule; this only hides the link). */
+const ITEMS: { href: string; label: string; needs?: Capability }[] = [
   { href: "/", label: "Overview" },
   { href: "/sources", label: "Sources" },
   { href: "/audit", label: "Audit" },
   { href: "/replay", label: "Replay" },
-] as const;
+  { href: "/activity", label: "Activity", needs: "operator" },
+  { href: "/users", label: "Users", needs: "admin" },
+  { href: "/api-keys", label: "API keys", needs: "admin" },
+];
 
 function isActive(pathname: string, href: string): boolean {
   return href === "/" ? pathname === "/" : pathname === href || pathname.startsWith(`${href}/`);
@@ -17,9 +23,10 @@ function isActive(pathname: string, href: string): boolean {
 /** The console's main navigation; marks the current screen for sighted and screen-reader users. */
 export function ConsoleNav() {
   const pathname = usePathname() ?? "/";
+  const { capabilities } = useSession();
   return (
     <nav className="nav" aria-label="Console">
-      {ITEMS.map((item) => {
+      {ITEMS.filter((item) => !item.needs || hasCapability(capabilities, item.needs)).map((item) => {
         const active = isActive(pathname, item.href);
         return (
           <Link

@@ -42,7 +42,7 @@ export function formatClockTime(iso: string, withSeconds = true): string {
   });
 }
 
-/** An ISO instant as a local date and time: "2 Dec 2026, 14:03". */
-export function formatDateTime(iso: string): string {
-  return new Date(iso).toLocaleString("en-GB", { dateStyle: "medium", timeStyle: "short" });
+/** An ISO instant as a local date and time: "2 Dec 2026, 14:03" (or "2 Dec 2026, 14:03:27" with seconds). */
+export function formatDateTime(iso: string, withSeconds = false): string {
+  return new Date(iso).toLocaleString("en-GB", { dateStyle: "medium", timeStyle: withSeconds ? "medium" : "short" });
 }

@@ -20,6 +20,12 @@ export const username = z
   .transform((s) => s.trim().toLowerCase())
   .pipe(z.string().regex(/^[a-z0-9][a-z0-9._-]{1,63}$/, "must be 2-64 characters: letters, digits, '.', '_' or '-'"));
 
+/** A user as named in the API and CLI: a local account's username, or an SSO account's email. */
+export const userRef = z
+  .string()
+  .transform((s) => s.trim().toLowerCase())
+  .pipe(z.string().min(1, "is required").max(254, "must be at most 254 characters"));
+
 export const password = z
   .string()
   .min(12, "must be at least 12 characters")
@@ -114,13 +120,22 @@ export async function countActiveAdmins(): Promise<number> {
 
 /** Changes role and/or disabled. Refuses to leave no active admin. Ends the user's sessions. */
 export async function updateUser(name: string, input: unknown, actor: Principal): Promise<UserInfo> {
-  const uname = parseOrThrow(username, name);
+  const uname = parseOrThrow(userRef, name);
   const change = parseOrThrow(updateUserRequest, input);
   return prisma().$transaction(async (tx) => {
     // Lock the admins so two concurrent demotions cannot both see "another admin remains".
     await tx.$queryRaw`SELECT id FROM auth_users WHERE role = 'admin' FOR UPDATE`;
-    const before = await tx.authUser.findUnique({ where: { username: uname } });
+    const before = await tx.authUser.findFirst({ where: { OR: [{ username: uname }, { email: uname }] } });
     if (!before) throw KeywardError.notFound("user_not_found", `no user named "${uname}"`);
+    if (change.role !== undefined && change.role !== before.role) {
+      const local = await tx.authAccount.count({ where: { userId: before.id, providerId: "credential" } });
+      if (local === 0) {
+        throw KeywardError.conflict(
+          "sso_role",
+          `"${uname}" signs in through single sign-on: its role comes from the identity provider at every sign-in`,
+        );
+      }
+    }
     const after = { role: change.role ?? before.role, disabled: change.disabled ?? before.disabled };
     const losesAdmin = before.role === "admin" && !before.disabled && (after.role !== "admin" || after.disabled);
     if (losesAdmin) {
@@ -156,11 +171,11 @@ export async function resetPassword(
   actor: Principal,
   given?: string,
 ): Promise<{ password: string; generated: boolean }> {
-  const uname = parseOrThrow(username, name);
+  const uname = parseOrThrow(userRef, name);
   const plain = given === undefined ? generatePassword() : parseOrThrow(password, given);
   const hash = await hashPassword(plain);
   await prisma().$transaction(async (tx) => {
-    const user = await tx.authUser.findUnique({ where: { username: uname } });
+    const user = await tx.authUser.findFirst({ where: { OR: [{ username: uname }, { email: uname }] } });
     if (!user) throw KeywardError.notFound("user_not_found", `no user named "${uname}"`);
     const updated = await tx.authAccount.updateMany({
       where: { userId: user.id, providerId: "credential" },

@@ -6,6 +6,8 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { sql, uniq } from "../setup/db";
+import { updateUser } from "../../lib/auth/users";
+import { cliPrincipal } from "../../lib/auth/principal";
 import { startOidcStub, type OidcStub, type StubIdentity } from "../setup/oidc-stub";
 import { baseEnv, freePort, startKeyward, stopServer, type Server } from "../setup/server";
 
@@ -140,6 +142,15 @@ describe("single sign-on through OpenID Connect", () => {
     expect((await whoAmI(second.jar))?.role).toBe("viewer");
     const [{ n }] = await sql<{ n: number }>("SELECT count(*) AS n FROM auth_users WHERE email = $1", [email]);
     expect(n).toBe(1);
+  });
+
+  it("refuses to set an SSO user's role by hand (the provider decides it), but may disable them", async () => {
+    const sub = uniq("sub");
+    const { jar } = await ssoSignIn({ sub, email: `${sub}@example.test`, keyward_roles: "viewer" });
+    const me = (await whoAmI(jar))!;
+    await expect(updateUser(me.username, { role: "admin" }, cliPrincipal())).rejects.toMatchObject({ status: 409, code: "sso_role" });
+    await expect(updateUser(me.username, { disabled: true }, cliPrincipal())).resolves.toMatchObject({ disabled: true });
+    expect(await whoAmI(jar)).toBeNull();
   });
 
   it("refuses to start sign-on from another origin", async () => {

@@ -3,7 +3,7 @@
  * rolls back whole and then blocks start-up with a message naming it.
  */
 import { randomBytes } from "node:crypto";
-import { cp, mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
+import { cp, mkdir, mkdtemp, readdir, rm, writeFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import pg from "pg";
@@ -44,13 +44,18 @@ describe("migrate", () => {
   it("applies every migration once and records it as prisma migrate deploy does", async () => {
     const db = await freshDatabase();
     try {
+      const onDisk = (await readdir(MIGRATIONS_DIR, { withFileTypes: true }))
+        .filter((e) => e.isDirectory())
+        .map((e) => e.name)
+        .sort();
+      expect(onDisk).toContain("20261202000000_init");
       const applied = await migrate(db.url);
-      expect(applied).toContain("20261202000000_init");
+      expect(applied).toEqual(onDisk);
       expect(await migrate(db.url)).toEqual([]);
       const { rows } = await db.run(
-        "SELECT migration_name, finished_at IS NOT NULL AS finished, length(checksum) AS checksum_len FROM _prisma_migrations",
+        "SELECT migration_name, finished_at IS NOT NULL AS finished, length(checksum) AS checksum_len FROM _prisma_migrations ORDER BY migration_name",
       );
-      expect(rows).toEqual([{ migration_name: "20261202000000_init", finished: true, checksum_len: 64 }]);
+      expect(rows).toEqual(onDisk.map((migration_name) => ({ migration_name, finished: true, checksum_len: 64 })));
     } finally {
       await db.drop();
     }

@@ -8,11 +8,17 @@ import { describe, expect, it } from "vitest";
 import { POST as claimRoute } from "../../app/api/v1/claims/route";
 import { makeSource, sql, uniq } from "../setup/db";
 import { makeApiKey, post } from "../setup/http";
+import { signIn } from "../../lib/auth/sign-in";
+import { sessionPrincipal } from "../../lib/auth/session";
 
 const ROOT = path.resolve(import.meta.dirname, "../..");
 const BIN = path.join(ROOT, "bin/keyward.cjs");
 
 type Run = { code: number; stdout: string; stderr: string };
+
+// Each `keyward` run is a fresh Node process that compiles the CLI with tsx (seconds each, far more on a
+// loaded 2-core machine), and a test runs several in turn: the default 30 s is too tight.
+const CLI_TEST_TIMEOUT_MS = 120_000;
 
 function keyward(...args: string[]): Promise<Run> {
   return new Promise((resolve) => {
@@ -28,7 +34,7 @@ function keyward(...args: string[]): Promise<Run> {
   });
 }
 
-describe("keyward source", () => {
+describe("keyward source", { timeout: CLI_TEST_TIMEOUT_MS }, () => {
   it("create: TTL = the sum of the four durations, stored and printed", async () => {
     const name = uniq("cli");
     const r = await keyward("source", "create", name, "--retry-window", "3d", "--queue-lag", "1d", "--clock-skew", "5m", "--replay", "2d12h");
@@ -85,7 +91,7 @@ describe("keyward source", () => {
   });
 });
 
-describe("keyward apikey", () => {
+describe("keyward apikey", { timeout: CLI_TEST_TIMEOUT_MS }, () => {
   it("create prints the key once on stdout; it authenticates; list never shows it; revoke → 401 at once", async () => {
     const name = uniq("svc");
     const created = await keyward("apikey", "create", "--name", name, "--scopes", "claims:write, claims:read");
@@ -138,6 +144,66 @@ describe("keyward apikey", () => {
     expect(badScope.code).toBe(1);
     expect(badScope.stderr).toMatch(/scopes/);
     expect(badScope.stdout).not.toMatch(/kw_/);
+    expect(dup.code).toBe(1);
+    expect(dup.stderr).toContain("already exists");
+    expect(dup.stdout).toBe("");
+  });
+});
+
+/** Signs in in-process as POST /api/v1/session does; resolves to the signed-in username, or rejects. */
+async function signInAs(username: string, password: string): Promise<string | undefined> {
+  const req = new Request("http://localhost:3000/api/v1/session", { method: "POST", headers: { origin: "http://localhost:3000" } });
+  const { headers } = await signIn({ username, password }, req, `cli-test-${username}`);
+  const cookie = headers.getSetCookie().map((c) => c.split(";")[0]).join("; ");
+  return (await sessionPrincipal(new Headers({ cookie })))?.username;
+}
+
+describe("keyward user", { timeout: CLI_TEST_TIMEOUT_MS }, () => {
+  it("create without a terminal prints a generated password once on stdout; it signs in; list shows the user; disable stops sign-in", async () => {
+    const name = uniq("cli").toLowerCase();
+    const created = await keyward("user", "create", name, "--role", "viewer");
+    expect(created.code).toBe(0);
+    const lines = created.stdout.split("\n").filter(Boolean);
+    expect(lines).toHaveLength(1); // only the password: pipe-friendly
+    const password = lines[0];
+    expect(password).toMatch(/^[A-Za-z0-9_-]{24}$/);
+    expect(created.stderr).toContain(`created viewer ${name}`);
+    expect(created.stderr).toContain("shown once");
+    expect(created.stderr).not.toContain(password);
+    expect(await signInAs(name, password)).toBe(name);
+
+    const [table, json] = await Promise.all([keyward("user", "list"), keyward("user", "list", "--json")]);
+    expect(table.code).toBe(0);
+    expect(table.stdout.split("\n")[0]).toMatch(/^USERNAME\s+ROLE\s+STATUS/);
+    const line = table.stdout.split("\n").find((l) => l.startsWith(name + " "));
+    expect(line?.split(/\s+/).slice(0, 4)).toEqual([name, "viewer", "active", "password"]);
+    const listed = (JSON.parse(json.stdout) as { username: string; role: string; disabled: boolean }[]).find((u) => u.username === name);
+    expect(listed).toMatchObject({ role: "viewer", disabled: false });
+    for (const out of [table.stdout, json.stdout]) expect(out).not.toContain(password);
+
+    const disabled = await keyward("user", "disable", name);
+    expect(disabled.code).toBe(0);
+    expect(disabled.stdout).toContain(`${name} is disabled`);
+    await expect(signInAs(name, password)).rejects.toMatchObject({ status: 401, message: "invalid username or password" });
+    const after = await keyward("user", "list");
+    expect(after.stdout.split("\n").find((l) => l.startsWith(name + " "))?.split(/\s+/).slice(0, 3)).toEqual([name, "viewer", "disabled"]);
+    const [row] = await sql<{ n: number }>(
+      "SELECT count(*) AS n FROM audit_events WHERE kind = 'operator' AND detail->>'action' = 'user.disable' AND detail->'target'->>'id' = $1 AND actor LIKE 'cli:%'",
+      [name],
+    );
+    expect(row.n).toBe(1);
+  });
+
+  it("a bad role or an existing name → non-zero exit, no password printed", async () => {
+    const name = uniq("cli").toLowerCase();
+    expect((await keyward("user", "create", name, "--role", "viewer")).code).toBe(0);
+    const [badRole, dup] = await Promise.all([
+      keyward("user", "create", uniq("cli").toLowerCase(), "--role", "root"),
+      keyward("user", "create", name, "--role", "admin"),
+    ]);
+    expect(badRole.code).toBe(1);
+    expect(badRole.stderr).toMatch(/role/);
+    expect(badRole.stdout).toBe("");
     expect(dup.code).toBe(1);
     expect(dup.stderr).toContain("already exists");
     expect(dup.stdout).toBe("");

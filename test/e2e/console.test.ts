@@ -1,58 +1,288 @@
 /**
  * The console in a real headless Chromium (Debian's package; .ci/run installs it): the real server on
- * this run's database, figures created through the library, read back off the rendered Overview.
+ * this run's database, people and figures created through the library, everything else done the way a
+ * person does it: signing in on the sign-in page, clicking, reading the rendered page. Every page must
+ * load without a browser error (a CSP violation is one).
  */
-import type { Browser, BrowserContext } from "playwright-core";
+import { randomInt } from "node:crypto";
+import { existsSync } from "node:fs";
+import { chromium, type Browser, type BrowserContext, type Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { cliPrincipal } from "../../lib/auth/principal";
+import type { Role } from "../../lib/auth/roles";
+import { createUser } from "../../lib/auth/users";
 import { claimEvent } from "../../lib/claims/claim";
 import { flushClaimCounts } from "../../lib/metrics/claim-counts";
 import { makeSource, uniq } from "../setup/db";
-import { launchChromium, signedInContext } from "../setup/browser";
+import { startOidcStub, type OidcStub } from "../setup/oidc-stub";
 import { baseEnv, freePort, startKeyward, stopServer, type Server } from "../setup/server";
+
+const CHROMIUM = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
+const PASSWORD = "correct-horse-battery";
+const BROWSER_TEST_MS = 60_000;
 
 let server: Server | undefined;
 let browser: Browser | undefined;
-let context: BrowserContext | undefined;
 let baseUrl: string;
 const spawned: Server[] = [];
+const contexts: BrowserContext[] = [];
 
 beforeAll(async () => {
+  if (!existsSync(CHROMIUM)) {
+    throw new Error(`no Chromium at ${CHROMIUM}: install Debian's package (apt-get install chromium) or set CHROMIUM_PATH`);
+  }
   const port = await freePort();
   baseUrl = `http://127.0.0.1:${port}`;
   server = await startKeyward(
-    Object.assign(baseEnv(), { DATABASE_URL: process.env.DATABASE_URL, PORT: String(port), HOSTNAME: "127.0.0.1" }),
+    Object.assign(baseEnv(), {
+      DATABASE_URL: process.env.DATABASE_URL,
+      PORT: String(port),
+      HOSTNAME: "127.0.0.1",
+      // Each browser context below claims its own client address, so sign-in throttling (per address, in
+      // the shared database) never counts one test's failures, or another file's, against another test.
+      KEYWARD_TRUST_PROXY: "true",
+    }),
     spawned,
   );
-  browser = await launchChromium();
-  // The console's API answers signed-in users only.
-  context = await signedInContext(browser, baseUrl);
+  // Playwright gives every launch a fresh, temporary profile directory.
+  browser = await chromium.launch({
+    executablePath: CHROMIUM,
+    args: [
+      "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+      "--disable-background-networking", "--disable-component-update", "--disable-sync",
+    ],
+  });
 }, 660_000);
 
 afterAll(async () => {
+  for (const c of contexts) await c.close().catch(() => {});
   await browser?.close();
   for (const s of spawned) await stopServer(s);
 }, 30_000);
 
+/** A person with this role and PASSWORD, created as the CLI would. */
+async function makeUser(role: Role): Promise<string> {
+  const { user } = await createUser({ username: uniq(role), role, password: PASSWORD }, cliPrincipal());
+  return user.username;
+}
+
+/** A fresh browser (no cookies) and the errors its pages report: console errors and uncaught exceptions. */
+async function openPage(): Promise<{ page: Page; errors: string[] }> {
+  const context = await browser!.newContext({
+    extraHTTPHeaders: { "x-forwarded-for": `198.18.${randomInt(256)}.${randomInt(1, 255)}` },
+  });
+  contexts.push(context);
+  const page = await context.newPage();
+  const errors: string[] = [];
+  page.on("pageerror", (e) => errors.push(String(e)));
+  page.on("console", (m) => m.type() === "error" && errors.push(m.text()));
+  return { page, errors };
+}
+
+/** Signs in on the sign-in page, as a person would, and waits for the Overview. */
+async function signIn(page: Page, username: string, password = PASSWORD): Promise<void> {
+  await page.goto(baseUrl + "/sign-in");
+  await page.getByLabel("Username", { exact: true }).fill(username);
+  await page.getByLabel("Password", { exact: true }).fill(password);
+  await page.getByRole("button", { name: "Sign in", exact: true }).click();
+  await page.waitForURL(baseUrl + "/");
+}
+
+async function keyStatus(key: string): Promise<number> {
+  const res = await fetch(`${baseUrl}/api/v1/claims/x/y`, { headers: { authorization: `Bearer ${key}` } });
+  await res.body?.cancel();
+  return res.status;
+}
+
 describe("the console in Chromium", () => {
-  it("shows a source's live keys, claims and duplicates on the Overview, with no browser errors", async () => {
+  it("sends someone not signed in to the sign-in page, which shows the form once an admin exists", async () => {
+    await makeUser("admin");
+    const { page, errors } = await openPage();
+    await page.goto(baseUrl + "/api-keys");
+    await page.waitForURL(baseUrl + "/sign-in");
+    await expect(page.getByLabel("Username", { exact: true }).isVisible()).resolves.toBe(true);
+    await expect(page.getByLabel("Password", { exact: true }).isVisible()).resolves.toBe(true);
+    expect(await page.getByText("Create the first admin").count()).toBe(0);
+    expect(await page.getByRole("navigation").count()).toBe(0);
+    expect(errors).toEqual([]);
+  }, BROWSER_TEST_MS);
+
+  it("shows the server's refusal when the password is wrong, and stays on the sign-in page", async () => {
+    const username = await makeUser("viewer");
+    const { page, errors } = await openPage();
+    await page.goto(baseUrl + "/sign-in");
+    await page.getByLabel("Username", { exact: true }).fill(username);
+    await page.getByLabel("Password", { exact: true }).fill("not-the-password");
+    await page.getByRole("button", { name: "Sign in", exact: true }).click();
+    // (Next's route announcer is an alert too, an empty one.)
+    const alert = page.getByRole("alert").filter({ hasText: "Sign-in failed" });
+    await alert.waitFor();
+    expect(await alert.innerText()).toContain("invalid username or password");
+    expect(new URL(page.url()).pathname).toBe("/sign-in");
+    // Chromium logs the refused request itself (the 401) as a console error; nothing else may appear.
+    expect(errors.filter((e) => !/Failed to load resource: .*status of 401/.test(e))).toEqual([]);
+  }, BROWSER_TEST_MS);
+
+  it("shows a viewer the Overview's figures, but no Activity, Users or API keys and no action", async () => {
     const source = await makeSource(3 * 86400, uniq("ui"));
     for (let i = 0; i < 7; i++) await claimEvent({ source, eventId: `evt_${i % 5}`, eventType: "charge" });
     await claimEvent({ source, eventId: "leased", eventType: "charge", leaseSeconds: 600 });
     await flushClaimCounts();
+    const username = await makeUser("viewer");
 
-    const page = await context!.newPage();
-    const errors: string[] = [];
-    page.on("pageerror", (e) => errors.push(String(e)));
-    page.on("console", (m) => m.type() === "error" && errors.push(m.text()));
-    await page.goto(baseUrl + "/");
-
+    const { page, errors } = await openPage();
+    await signIn(page, username);
     const row = page.locator("tr", { hasText: source });
     await row.waitFor({ timeout: 20_000 });
     const cells = (await row.locator("td").allInnerTexts()).map((t) => t.trim());
     // The source heads the row; then alive, in flight, lease lapsed, expired, claims, duplicates, …
-    expect(await row.innerText()).toContain(source);
     expect(cells.slice(0, 6)).toEqual(["6", "1", "0", "0", "6", "2"]);
-    expect(await page.getByRole("link", { name: "Sources" }).count()).toBe(1);
+
+    const banner = page.getByRole("banner");
+    expect(await banner.innerText()).toContain(username);
+    expect(await banner.innerText()).toContain("viewer");
+    const nav = page.getByRole("navigation", { name: "Console" });
+    expect(await nav.getByRole("link", { name: "Sources" }).count()).toBe(1);
+    for (const hidden of ["Activity", "Users", "API keys"]) {
+      expect(await nav.getByRole("link", { name: hidden }).count()).toBe(0);
+    }
+    expect(await page.getByRole("button", { name: /create|revoke|disable|enable|reset/i }).count()).toBe(0);
+
+    await page.goto(baseUrl + "/api-keys");
+    await page.getByRole("heading", { name: "You need the admin role" }).waitFor();
+    expect(await page.getByRole("button", { name: /create|revoke/i }).count()).toBe(0);
+    await page.goto(baseUrl + "/activity");
+    await page.getByRole("heading", { name: "You need the operator role" }).waitFor();
     expect(errors).toEqual([]);
+  }, BROWSER_TEST_MS);
+
+  it("shows an operator the action log with their own sign-in and its address, but not Users; signing out ends the session", async () => {
+    const username = await makeUser("operator");
+    const { page, errors } = await openPage();
+    await signIn(page, username);
+    const nav = page.getByRole("navigation", { name: "Console" });
+    expect(await nav.getByRole("link", { name: "Users" }).count()).toBe(0);
+    await nav.getByRole("link", { name: "Activity" }).click();
+    await page.waitForURL(baseUrl + "/activity");
+
+    await page.getByLabel("Actor", { exact: true }).fill(`user:${username}`);
+    await page.getByRole("button", { name: "Filter", exact: true }).click();
+    const row = page.locator("tr", { hasText: `user:${username}` }).filter({ hasText: "sign_in" });
+    await row.waitFor();
+    await row.getByRole("button", { name: /Show/ }).click();
+    const details = page.locator("tr.detail-row:not([hidden])");
+    expect(await details.innerText()).toMatch(/Address\s+198\.18\./);
+
+    await page.getByRole("button", { name: "Sign out" }).click();
+    await page.waitForURL(baseUrl + "/sign-in");
+    await page.goto(baseUrl + "/");
+    await page.waitForURL(baseUrl + "/sign-in");
+    expect(errors).toEqual([]);
+  }, BROWSER_TEST_MS);
+
+  it("lets an admin create an API key, shown once, that works at once and is refused once revoked", async () => {
+    const admin = await makeUser("admin");
+    const { page, errors } = await openPage();
+    await signIn(page, admin);
+    await page.getByRole("navigation", { name: "Console" }).getByRole("link", { name: "API keys" }).click();
+    await page.waitForURL(baseUrl + "/api-keys");
+
+    const name = uniq("ui-key");
+    await page.getByLabel("Name", { exact: true }).fill(name);
+    await page.getByRole("checkbox", { name: /claims:read/ }).check();
+    await page.getByRole("button", { name: "Create API key" }).click();
+    const shown = page.getByRole("region", { name: `New API key ${name}` });
+    await shown.waitFor();
+    expect(await shown.innerText()).toMatch(/shown once/i);
+    const key = (await shown.locator(".secret__value").innerText()).trim();
+    expect(key).toMatch(/^kw_[a-z0-9]{12}_/);
+    expect(await keyStatus(key)).not.toBe(401);
+
+    await page.reload();
+    const row = page.locator("tr", { hasText: name });
+    await row.waitFor();
+    expect(await row.innerText()).toContain("claims:read");
+    expect(await page.content()).not.toContain(key);
+
+    await row.getByRole("button", { name: `Revoke ${name}` }).click();
+    await row.getByRole("button", { name: "Revoke key" }).click();
+    await row.getByText("Revoked").waitFor();
+    expect(await keyStatus(key)).toBe(401);
+    expect(errors).toEqual([]);
+  }, BROWSER_TEST_MS);
+
+  it("lets an admin create a user whose generated password, shown once, signs them in, and disable them", async () => {
+    const admin = await makeUser("admin");
+    const { page, errors } = await openPage();
+    await signIn(page, admin);
+    await page.goto(baseUrl + "/users");
+    const username = uniq("new");
+    await page.getByLabel("Username", { exact: true }).fill(username);
+    await page.getByLabel("Role", { exact: true }).selectOption("operator");
+    await page.getByRole("button", { name: "Create user" }).click();
+    const shown = page.getByRole("region", { name: `Password for ${username}` });
+    await shown.waitFor();
+    expect(await shown.innerText()).toMatch(/shown once/i);
+    const password = (await shown.locator(".secret__value").innerText()).trim();
+    expect(password.length).toBeGreaterThanOrEqual(12);
+    const row = page.locator("tr", { hasText: username });
+    await row.waitFor();
+    expect(await row.innerText()).toContain("operator");
+
+    const other = await openPage();
+    await signIn(other.page, username, password);
+    expect(await other.page.getByRole("banner").innerText()).toContain(username);
+
+    await row.getByRole("button", { name: `Disable ${username}` }).click();
+    await row.getByRole("button", { name: "Disable", exact: true }).click();
+    await row.getByText("Disabled").waitFor();
+    // Their session ended with the change: the next page they load is the sign-in page.
+    await other.page.reload();
+    await other.page.waitForURL(baseUrl + "/sign-in");
+    expect(errors).toEqual([]);
+    expect(other.errors).toEqual([]);
+  }, BROWSER_TEST_MS);
+});
+
+describe("single sign-on in Chromium", () => {
+  let stub: OidcStub | undefined;
+  let ssoUrl: string;
+
+  beforeAll(async () => {
+    stub = await startOidcStub();
+    const port = await freePort();
+    ssoUrl = `http://127.0.0.1:${port}`;
+    await startKeyward(
+      Object.assign(baseEnv(), {
+        DATABASE_URL: process.env.DATABASE_URL,
+        PORT: String(port),
+        HOSTNAME: "127.0.0.1",
+        KEYWARD_OIDC_ISSUER: stub.issuer,
+        KEYWARD_OIDC_CLIENT_ID: stub.clientId,
+        KEYWARD_OIDC_CLIENT_SECRET: stub.clientSecret,
+        KEYWARD_OIDC_NAME: "Stub IdP",
+        KEYWARD_OIDC_ROLE_CLAIM: "keyward_roles",
+      }),
+      spawned,
+    );
+  }, 120_000);
+
+  afterAll(async () => {
+    await stub?.close();
   });
+
+  it("signs in through the sign-in page's single sign-on button, with the provider's role", async () => {
+    await makeUser("admin");
+    const sub = uniq("sub");
+    stub!.setIdentity({ sub, email: `${sub}@example.test`, keyward_roles: "operator" });
+    const { page, errors } = await openPage();
+    await page.goto(ssoUrl + "/sign-in");
+    await page.getByRole("button", { name: "Sign in with Stub IdP" }).click();
+    await page.waitForURL(ssoUrl + "/");
+    const banner = page.getByRole("banner");
+    await banner.getByText("operator").waitFor();
+    expect(await banner.getByRole("link", { name: "Activity" }).count()).toBe(1);
+    expect(await banner.getByRole("link", { name: "Users" }).count()).toBe(0);
+    expect(errors).toEqual([]);
+  }, BROWSER_TEST_MS);
 });

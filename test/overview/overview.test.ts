@@ -177,16 +177,20 @@ describe("getOverview on a table larger than it counts", () => {
 });
 
 describe("GET /api/v1/overview", () => {
-  it("answers a caller with scope read in the shape the console parses", async () => {
+  it("answers a caller allowed to read (an API key with scope read) in the console's shape", async () => {
     const { key } = await makeApiKey(["read"]);
     const res = await GET(new Request("http://localhost/api/v1/overview", { headers: { authorization: `Bearer ${key}` } }));
     expect(res.status).toBe(200);
     expect(overviewSchema.safeParse(await res.json()).success).toBe(true);
   });
 
-  it("refuses a caller without a session or an API key", async () => {
-    const res = await GET(new Request("http://localhost/api/v1/overview"));
-    expect(res.status).toBe(401);
+  it("refuses an anonymous caller (401) and a key that may not read (403)", async () => {
+    const anon = await GET(new Request("http://localhost/api/v1/overview"));
+    expect(anon.status).toBe(401);
+    expect(((await anon.json()) as { error: { code: string } }).error.code).toBe("unauthorized");
+    const { key } = await makeApiKey(["claims:write"]);
+    const denied = await GET(new Request("http://localhost/api/v1/overview", { headers: { authorization: `Bearer ${key}` } }));
+    expect(denied.status).toBe(403);
   });
 
   it("refuses an invalid API key with the one error body", async () => {

@@ -1,0 +1,68 @@
+"use client";
+
+import type { FormEvent } from "react";
+import { useHydrated } from "@/components/ui/useHydrated";
+import { KNOWN_ACTIONS, type ActionFilters } from "./queries";
+
+/** Narrow the log to one actor and/or one action (exact matches, as the server filters). */
+export function ActivityFilters({ filters, onChange }: { filters: ActionFilters; onChange: (f: ActionFilters) => void }) {
+  const hydrated = useHydrated();
+  const submit = (e: FormEvent<HTMLFormElement>) => {
+    e.preventDefault();
+    const form = new FormData(e.currentTarget);
+    const actor = String(form.get("actor") ?? "").trim();
+    const action = String(form.get("action") ?? "").trim();
+    onChange({ ...(actor ? { actor } : {}), ...(action ? { action } : {}) });
+  };
+  const active = Boolean(filters.actor || filters.action);
+  return (
+    <form className="filters" method="get" onSubmit={submit} aria-label="Filter the action log">
+      <div className="field">
+        <label className="field__label" htmlFor="filter-actor">
+          Actor
+        </label>
+        <input
+          className="input"
+          id="filter-actor"
+          name="actor"
+          key={`actor-${filters.actor ?? ""}`}
+          defaultValue={filters.actor ?? ""}
+          placeholder="user:alice, apikey:billing, anonymous"
+          autoComplete="off"
+          spellCheck={false}
+        />
+      </div>
+      <div className="field">
+        <label className="field__label" htmlFor="filter-action">
+          Action
+        </label>
+        <input
+          className="input"
+          id="filter-action"
+          name="action"
+          key={`action-${filters.action ?? ""}`}
+          defaultValue={filters.action ?? ""}
+          list="known-actions"
+          placeholder="sign_in, user.create, …"
+          autoComplete="off"
+          spellCheck={false}
+        />
+        <datalist id="known-actions">
+          {KNOWN_ACTIONS.map((a) => (
+            <option key={a} value={a} />
+          ))}
+        </datalist>
+      </div>
+      <div className="form__actions">
+        <button type="submit" className="button" disabled={!hydrated}>
+          Filter
+        </button>
+        {active && (
+          <button type="button" className="button" onClick={() => onChange({})}>
+            Clear filters
+          </button>
+        )}
+      </div>
+    </form>
+  );
+}

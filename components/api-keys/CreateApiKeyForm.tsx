@@ -1,0 +1,81 @@
+"use client";
+
+import { useMutation, useQueryClient } from "@tanstack/react-query";
+import { useState, type FormEvent } from "react";
+import { ErrorBox } from "@/components/ui/ErrorBox";
+import { useHydrated } from "@/components/ui/useHydrated";
+import type { Scope } from "@/lib/auth/schema";
+import { apiKeyKeys, createApiKey } from "./queries";
+import { SCOPE_HELP, SCOPES } from "./scopes";
+
+/** A new key: a name and at least one scope. The key itself goes to `onCreated`, once. */
+export function CreateApiKeyForm({ onCreated }: { onCreated: (name: string, key: string) => void }) {
+  const hydrated = useHydrated();
+  const queryClient = useQueryClient();
+  const [noScope, setNoScope] = useState(false);
+  const create = useMutation({
+    mutationFn: createApiKey,
+    onSuccess: async ({ name, key }) => {
+      onCreated(name, key);
+      await queryClient.invalidateQueries({ queryKey: apiKeyKeys.all });
+    },
+  });
+  const submit = (e: FormEvent<HTMLFormElement>) => {
+    e.preventDefault();
+    const formEl = e.currentTarget;
+    const form = new FormData(formEl);
+    const scopes = form.getAll("scopes").map(String) as Scope[];
+    setNoScope(scopes.length === 0);
+    if (scopes.length === 0) return;
+    create.mutate({ name: String(form.get("name") ?? "").trim(), scopes }, { onSuccess: () => formEl.reset() });
+  };
+  return (
+    <section className="panel panel--form" aria-labelledby="create-key-title">
+      <h2 className="section-title section-title--flush" id="create-key-title">
+        Create an API key
+      </h2>
+      {create.isError && <ErrorBox title="The key was not created" error={create.error} />}
+      <form className="form" method="post" onSubmit={submit}>
+        <div className="field">
+          <label className="field__label" htmlFor="new-key-name">
+            Name
+          </label>
+          <input
+            className="input input--wide"
+            id="new-key-name"
+            name="name"
+            required
+            maxLength={64}
+            pattern="[A-Za-z0-9][A-Za-z0-9 ._\-]{0,63}"
+            title="1-64 letters, digits, space, '.', '_' or '-'"
+            autoComplete="off"
+            placeholder="billing-webhooks"
+            aria-describedby="new-key-name-hint"
+          />
+          <span className="field__hint" id="new-key-name-hint">
+            Say which service uses it; it shows in the action log as <code>apikey:&lt;name&gt;</code>.
+          </span>
+        </div>
+        <fieldset className="field fieldset" aria-describedby={noScope ? "new-key-scope-error" : undefined}>
+          <legend className="field__label">Scopes</legend>
+          {SCOPES.map((s) => (
+            <label key={s} className="check">
+              <input type="checkbox" name="scopes" value={s} defaultChecked={s === "claims:write"} />
+              <code>{s}</code> <span className="muted">{SCOPE_HELP[s]}</span>
+            </label>
+          ))}
+          {noScope && (
+            <p className="inline-error" id="new-key-scope-error" role="alert">
+              Choose at least one scope.
+            </p>
+          )}
+        </fieldset>
+        <div className="form__actions">
+          <button type="submit" className="button button--primary" disabled={!hydrated || create.isPending}>
+            {create.isPending ? "Creating…" : "Create API key"}
+          </button>
+        </div>
+      </form>
+    </section>
+  );
+}

@@ -1,0 +1,37 @@
+/** Client side of API keys (app/api/v1/api-keys): query keys, the list query, create and revoke. */
+import { queryOptions } from "@tanstack/react-query";
+import { api, retryUnlessClientError } from "@/components/api";
+import type { Scope } from "@/lib/auth/schema";
+
+/** A key as GET /api/v1/api-keys sends it (lib/auth/api-keys.ts ApiKeyInfo, dates as ISO text); never the key. */
+export type ApiKeyItem = {
+  id: string;
+  name: string;
+  scopes: string[];
+  createdAt: string;
+  lastUsedAt: string | null;
+  revokedAt: string | null;
+};
+
+export const apiKeyKeys = {
+  all: ["api-keys"] as const,
+  list: () => [...apiKeyKeys.all, "list"] as const,
+};
+
+export function apiKeysQuery() {
+  return queryOptions({
+    queryKey: apiKeyKeys.list(),
+    queryFn: async ({ signal }) => (await api<{ apiKeys: ApiKeyItem[] }>("/api/v1/api-keys", { signal })).apiKeys,
+    retry: retryUnlessClientError,
+  });
+}
+
+/** The answer carries `key`: the only time it exists in clear. */
+export function createApiKey(body: { name: string; scopes: Scope[] }) {
+  return api<ApiKeyItem & { key: string }>("/api/v1/api-keys", { method: "POST", body });
+}
+
+/** Revokes by id; the key is refused from the next request on. */
+export function revokeApiKey(id: string) {
+  return api<ApiKeyItem>(`/api/v1/api-keys/${encodeURIComponent(id)}`, { method: "DELETE" });
+}

@@ -1,0 +1,44 @@
+/**
+ * The console's one way to call its own API from the browser: JSON in and out, and the one error body
+ * `{ error: { code, message } }` turned into an ApiError. Plain same-origin fetches: the browser sends the
+ * session cookie and, on changes, the Origin header the server's CSRF check wants.
+ */
+import { ApiError } from "@/lib/http/client";
+
+export { ApiError };
+
+type Method = "GET" | "POST" | "PATCH" | "DELETE";
+
+export async function api<T>(path: string, init: { method?: Method; body?: unknown; signal?: AbortSignal } = {}): Promise<T> {
+  const headers: Record<string, string> = { accept: "application/json" };
+  if (init.body !== undefined) headers["content-type"] = "application/json";
+  let res: Response;
+  try {
+    res = await fetch(path, {
+      method: init.method ?? "GET",
+      headers,
+      body: init.body === undefined ? undefined : JSON.stringify(init.body),
+      signal: init.signal,
+      cache: "no-store",
+    });
+  } catch (err) {
+    if (init.signal?.aborted) throw err;
+    throw new ApiError(0, "network_error", "the Keyward server did not answer (is it running?)");
+  }
+  const body: unknown = await res.json().catch(() => undefined);
+  if (!res.ok) {
+    const e = (body as { error?: { code?: string; message?: string } } | undefined)?.error;
+    throw new ApiError(res.status, e?.code ?? `http_${res.status}`, e?.message ?? `${res.status} ${res.statusText}`);
+  }
+  return body as T;
+}
+
+/** Retry what may pass on its own (network, 5xx such as 503 database_unavailable); a 4xx will not. */
+export function retryUnlessClientError(failures: number, err: unknown): boolean {
+  return failures < 2 && !(err instanceof ApiError && err.status >= 400 && err.status < 500);
+}
+
+/** Whether an error means the session is gone (signed out elsewhere, role changed, disabled). */
+export function isSessionEnded(err: unknown): boolean {
+  return err instanceof ApiError && err.status === 401;
+}

@@ -1,0 +1,75 @@
+"use client";
+
+import { useMutation } from "@tanstack/react-query";
+import { useRef, type FormEvent } from "react";
+import { api } from "@/components/api";
+import { ErrorBox } from "@/components/ui/ErrorBox";
+import { useHydrated } from "@/components/ui/useHydrated";
+import { SsoButton, type SsoProvider } from "./SsoButton";
+
+/**
+ * Username and password. The server's refusal is shown as it sent it (401 wrong credentials, 429 locked
+ * out with the wait, 422 a missing field). Success loads the console afresh.
+ */
+export function SignInForm({ sso }: { sso: SsoProvider | null }) {
+  const hydrated = useHydrated();
+  const password = useRef<HTMLInputElement>(null);
+  const signIn = useMutation({
+    mutationFn: (body: { username: string; password: string }) => api("/api/v1/session", { method: "POST", body }),
+    onSuccess: () => window.location.assign("/"),
+    onError: () => {
+      if (password.current) {
+        password.current.value = "";
+        password.current.focus();
+      }
+    },
+  });
+  const submit = (e: FormEvent<HTMLFormElement>) => {
+    e.preventDefault();
+    const form = new FormData(e.currentTarget);
+    signIn.mutate({ username: String(form.get("username") ?? ""), password: String(form.get("password") ?? "") });
+  };
+  // Signing in succeeded and the console is loading: keep the button busy until it does.
+  const busy = signIn.isPending || signIn.isSuccess;
+  return (
+    <>
+      <h1 className="auth-card__title">Sign in</h1>
+      {signIn.isError && <ErrorBox title="Sign-in failed" error={signIn.error} />}
+      <form className="form" method="post" onSubmit={submit} aria-label="Sign in">
+        <div className="field">
+          <label className="field__label" htmlFor="sign-in-username">
+            Username
+          </label>
+          <input
+            className="input"
+            id="sign-in-username"
+            name="username"
+            autoComplete="username"
+            autoCapitalize="none"
+            spellCheck={false}
+            required
+            autoFocus
+          />
+        </div>
+        <div className="field">
+          <label className="field__label" htmlFor="sign-in-password">
+            Password
+          </label>
+          <input
+            ref={password}
+            className="input"
+            id="sign-in-password"
+            name="password"
+            type="password"
+            autoComplete="current-password"
+            required
+          />
+        </div>
+        <button type="submit" className="button button--primary button--block" disabled={!hydrated || busy}>
+          {busy ? "Signing in…" : "Sign in"}
+        </button>
+      </form>
+      {sso && <SsoButton sso={sso} />}
+    </>
+  );
+}

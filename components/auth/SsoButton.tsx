@@ -1,0 +1,37 @@
+"use client";
+
+import { useMutation } from "@tanstack/react-query";
+import { api } from "@/components/api";
+import { ErrorBox } from "@/components/ui/ErrorBox";
+import { useHydrated } from "@/components/ui/useHydrated";
+
+export type SsoProvider = { providerId: string; name: string };
+
+/** Better Auth's start of the OpenID Connect flow (app/api/auth/[...all]); it answers with the provider's URL. */
+const SSO_START = "/api/auth/sign-in/social";
+
+/** Single sign-on: asks the server for the identity provider's URL, then goes there. */
+export function SsoButton({ sso }: { sso: SsoProvider }) {
+  const hydrated = useHydrated();
+  const start = useMutation({
+    mutationFn: () =>
+      api<{ url: string }>(SSO_START, { method: "POST", body: { provider: sso.providerId, callbackURL: "/" } }),
+    onSuccess: ({ url }) => window.location.assign(url),
+  });
+  return (
+    <div className="auth-card__sso">
+      <p className="divider">
+        <span>or</span>
+      </p>
+      {start.isError && <ErrorBox title="Single sign-on could not start" error={start.error} />}
+      <button
+        type="button"
+        className="button button--block"
+        onClick={() => start.mutate()}
+        disabled={!hydrated || start.isPending || start.isSuccess}
+      >
+        {start.isPending || start.isSuccess ? "Redirecting…" : `Sign in with ${sso.name}`}
+      </button>
+    </div>
+  );
+}

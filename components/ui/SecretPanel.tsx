@@ -1,0 +1,44 @@
+"use client";
+
+import { useId, type ReactNode } from "react";
+import { CopyButton } from "./CopyButton";
+
+/**
+ * A secret the server returns exactly once (a new API key, a generated password): shown with a copy
+ * button and a plain warning, until dismissed. It lives only in this component's props; a reload loses it.
+ */
+export function SecretPanel({
+  title,
+  secret,
+  children,
+  onDismiss,
+}: {
+  title: string;
+  secret: string;
+  /** What the secret is for and where it goes. */
+  children?: ReactNode;
+  onDismiss: () => void;
+}) {
+  const id = useId();
+  return (
+    <section className="secret" aria-labelledby={`${id}-title`}>
+      <h2 className="secret__title" id={`${id}-title`}>
+        {title}
+      </h2>
+      <p className="secret__warning">
+        <strong>Shown once.</strong> Copy it now and store it somewhere safe: Keyward keeps only a hash and cannot show
+        it again.
+      </p>
+      <div className="command">
+        <pre className="command__text secret__value">
+          <code>{secret}</code>
+        </pre>
+        <CopyButton text={secret} label={`Copy ${title}`} />
+      </div>
+      {children}
+      <button type="button" className="button" onClick={onDismiss}>
+        I have stored it, hide it
+      </button>
+    </section>
+  );
+}

@@ -1,0 +1,223 @@
+/**
+ * Every route under app/api, found on disk (not listed by hand), must declare who may call it, and the
+ * real server must enforce exactly that: anonymous → 401, a principal without the capability → 403, one
+ * with it → neither. The principals are people (viewer, operator, admin sessions, with the Origin a
+ * browser sends) and API keys (one per scope). What each principal holds is written out below as the
+ * specification, independently of lib/auth/roles.ts; a route whose declared capabilities no principal
+ * holds, or every principal holds, fails too.
+ *
+ * Public routes must be in PUBLIC_ROUTES: making a route public is a conscious, reviewed choice.
+ */
+import { readdirSync } from "node:fs";
+import path from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { SCOPES, type Scope } from "../../lib/auth/schema";
+import type { Role } from "../../lib/auth/roles";
+import type { RouteAccess } from "../../lib/http/route";
+import { uniq } from "../setup/db";
+import { makeApiKey } from "../setup/http";
+import { ROOT, stopServer, type Server } from "../setup/server";
+import { call, signedInUser, startTestServer, type CallOptions } from "../setup/auth";
+
+/** Routes anyone may call, as `METHOD /path`, each with why. */
+const PUBLIC_ROUTES: Record<string, string> = {
+  "GET /api/v1/session": "the sign-in page asks who is signed in",
+  "POST /api/v1/session": "signing in",
+  "GET /api/auth/[...all]": "the OIDC provider's redirect back",
+  "POST /api/auth/[...all]": "starting single sign-on",
+};
+
+/** Calls that end the caller's own session: they get fresh sessions so the others keep theirs. */
+const ENDS_SESSION = new Set(["DELETE /api/v1/session"]);
+
+const HTTP_METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE"] as const;
+/** Methods Next would also route to an export; they must declare access too if ever exported. */
+const ALL_HANDLER_EXPORTS = [...HTTP_METHODS, "HEAD", "OPTIONS"];
+
+const SAMPLE_SEGMENTS: Record<string, string> = {
+  "[source]": "matrix-no-such-source",
+  "[eventId]": "evt-matrix-1",
+  "[username]": "matrix-nobody",
+  "[id]": "matrix-no-such-key",
+  "[...all]": "sign-in/oauth2",
+};
+
+/** What each principal may do, by the product's rules (roles, scopes and the scopes they imply). */
+const ROLE_GRANTS: Record<Role, string[]> = {
+  viewer: ["read", "claims:read"],
+  operator: ["read", "operator", "claims:read"],
+  admin: ["read", "operator", "admin", "claims:read"],
+};
+const SCOPE_GRANTS: Record<Scope, string[]> = {
+  "claims:write": ["claims:write", "claims:read"],
+  "claims:read": ["claims:read"],
+  "deadletters:write": ["deadletters:write"],
+  read: ["read", "claims:read"],
+  operator: ["operator", "read", "claims:read"],
+};
+
+type RouteExport = { file: string; urlPattern: string; method: string; access: unknown };
+
+function routeFiles(dir: string): string[] {
+  return readdirSync(dir, { withFileTypes: true }).flatMap((e) => {
+    const p = path.join(dir, e.name);
+    if (e.isDirectory()) return routeFiles(p);
+    return /^route\.(ts|tsx|js|mjs)$/.test(e.name) ? [p] : [];
+  });
+}
+
+/** app/api/v1/users/[username]/route.ts → /api/v1/users/[username] (route groups dropped). */
+function urlPatternOf(file: string): string {
+  const rel = path.relative(path.join(ROOT, "app"), path.dirname(file)).split(path.sep);
+  return "/" + rel.filter((s) => !/^\(.*\)$/.test(s)).join("/");
+}
+
+function concretePath(pattern: string): string {
+  return pattern
+    .split("/")
+    .map((seg) => {
+      if (!seg.startsWith("[")) return seg;
+      const sample = SAMPLE_SEGMENTS[seg];
+      if (!sample) throw new Error(`no sample value for the dynamic segment ${seg} in ${pattern}: add one to SAMPLE_SEGMENTS`);
+      return sample.split("/").map(encodeURIComponent).join("/");
+    })
+    .join("/");
+}
+
+async function discoverExports(): Promise<RouteExport[]> {
+  const out: RouteExport[] = [];
+  for (const file of routeFiles(path.join(ROOT, "app/api")).sort()) {
+    const mod = (await import(file)) as Record<string, unknown>;
+    for (const method of ALL_HANDLER_EXPORTS) {
+      const fn = mod[method];
+      if (fn === undefined) continue;
+      out.push({ file: path.relative(ROOT, file), urlPattern: urlPatternOf(file), method, access: (fn as { access?: unknown }).access });
+    }
+  }
+  return out;
+}
+
+const label = (r: { method: string; urlPattern: string }) => `${r.method} ${r.urlPattern}`;
+
+function isAccess(a: unknown): a is RouteAccess {
+  if (typeof a !== "object" || a === null) return false;
+  if ("allow" in a) return Array.isArray(a.allow) && a.allow.length > 0 && a.allow.every((c) => typeof c === "string");
+  if ("public" in a) return typeof a.public === "string" && a.public.trim().length > 0;
+  return false;
+}
+
+let exportsFound: RouteExport[];
+
+beforeAll(async () => {
+  exportsFound = await discoverExports();
+});
+
+describe("every route under app/api declares who may call it", () => {
+  it("finds the route files on disk", () => {
+    const files = new Set(exportsFound.map((r) => r.file));
+    expect(files.size).toBeGreaterThanOrEqual(10);
+    expect(exportsFound.map(label)).toContain("POST /api/v1/claims");
+    expect(exportsFound.map(label)).toContain("PATCH /api/v1/users/[username]");
+  });
+
+  it("each exported handler carries .access ({ allow: [...] } or { public: reason }) from route()", () => {
+    const missing = exportsFound.filter((r) => !isAccess(r.access)).map((r) => `${label(r)} (${r.file})`);
+    expect(missing, "handlers not wrapped by route(handler, access)").toEqual([]);
+  });
+
+  it("only HTTP methods the matrix knows are exported", () => {
+    expect(exportsFound.filter((r) => !(HTTP_METHODS as readonly string[]).includes(r.method)).map(label)).toEqual([]);
+  });
+
+  it("public routes are exactly the allow-listed ones", () => {
+    const declaredPublic = exportsFound.filter((r) => isAccess(r.access) && "public" in r.access).map(label).sort();
+    expect(declaredPublic).toEqual(Object.keys(PUBLIC_ROUTES).sort());
+  });
+
+  it("every required capability is one a principal can hold, and the spec above covers every scope", () => {
+    expect(Object.keys(SCOPE_GRANTS).sort()).toEqual([...SCOPES].sort());
+    const known = new Set([...Object.values(ROLE_GRANTS).flat(), ...Object.values(SCOPE_GRANTS).flat()]);
+    for (const r of exportsFound) {
+      if (isAccess(r.access) && "allow" in r.access) {
+        for (const c of r.access.allow) expect(known.has(c), `${label(r)} requires unknown capability ${c}`).toBe(true);
+      }
+    }
+  });
+});
+
+describe("the real server enforces each route's declared access", () => {
+  const spawned: Server[] = [];
+  let baseUrl: string;
+  type Principal = { name: string; grants: string[]; auth: CallOptions; role?: Role };
+  let principals: Principal[];
+
+  beforeAll(async () => {
+    ({ baseUrl } = await startTestServer(spawned));
+    // One at a time: on a loaded 2-core machine, a burst of transactions can wait past Prisma's 2 s maxWait.
+    const cookies: (readonly [Role, string])[] = [];
+    for (const role of ["viewer", "operator", "admin"] as const) cookies.push([role, (await signedInUser(baseUrl, role)).cookie]);
+    const keys: (readonly [Scope, string])[] = [];
+    for (const s of SCOPES) keys.push([s, (await makeApiKey([s])).key]);
+    principals = [
+      ...cookies.map(([role, cookie]) => ({
+        name: `${role} session`,
+        grants: ROLE_GRANTS[role],
+        auth: { cookie, origin: baseUrl },
+        role,
+      })),
+      ...keys.map(([scope, key]) => ({ name: `API key with scope ${scope}`, grants: SCOPE_GRANTS[scope], auth: { key } })),
+    ];
+  }, 120_000);
+
+  afterAll(async () => {
+    for (const s of spawned) await stopServer(s);
+  });
+
+  function request(r: RouteExport, auth: CallOptions) {
+    return call(baseUrl, r.method, concretePath(r.urlPattern), { ...auth, ...(r.method === "GET" ? {} : { body: {} }) });
+  }
+
+  it("anonymous → 401, a principal without the capability → 403, one with it → neither (sessions and API keys)", async () => {
+    const guarded = exportsFound.filter((r) => isAccess(r.access) && "allow" in r.access);
+    expect(guarded.length).toBeGreaterThan(10);
+    const failures: string[] = [];
+    const check = (ok: boolean, what: string) => void (ok || failures.push(what));
+
+    for (const r of guarded) {
+      const allow = (r.access as { allow: string[] }).allow;
+      const anon = await request(r, {});
+      check(anon.status === 401 && anon.body?.error?.code === "unauthorized", `${label(r)} anonymous → ${anon.status} ${anon.text}`);
+      // A cookie that names no session is no one either.
+      const stale = await request(r, { cookie: `keyward.session_token=${uniq("stale")}`, origin: baseUrl });
+      check(stale.status === 401, `${label(r)} unknown session cookie → ${stale.status} ${stale.text}`);
+
+      let allowedSeen = 0;
+      let deniedSeen = 0;
+      for (const p of principals) {
+        const mayCall = allow.some((c) => p.grants.includes(c));
+        const fresh = ENDS_SESSION.has(label(r)) && p.role;
+        const res = await request(r, fresh ? { cookie: (await signedInUser(baseUrl, p.role!)).cookie, origin: baseUrl } : p.auth);
+        if (mayCall) {
+          allowedSeen++;
+          check(![401, 403].includes(res.status) && res.status < 500, `${label(r)} ${p.name} (allowed) → ${res.status} ${res.text}`);
+        } else {
+          deniedSeen++;
+          check(res.status === 403 && res.body?.error?.code === "forbidden", `${label(r)} ${p.name} (not allowed) → ${res.status} ${res.text}`);
+        }
+      }
+      check(allowedSeen > 0, `${label(r)}: no principal may call it (allow: ${allow.join(", ")})`);
+      check(deniedSeen > 0, `${label(r)}: every principal may call it (allow: ${allow.join(", ")}); should it be public?`);
+    }
+    expect(failures).toEqual([]);
+  }, 120_000);
+
+  it("public routes answer an anonymous caller with neither 401 nor 403", async () => {
+    const open = exportsFound.filter((r) => isAccess(r.access) && "public" in r.access);
+    expect(open.length).toBe(Object.keys(PUBLIC_ROUTES).length);
+    for (const r of open) {
+      const res = await request(r, { origin: baseUrl });
+      expect([401, 403], `${label(r)} → ${res.status} ${res.text}`).not.toContain(res.status);
+      expect(res.status, `${label(r)} → ${res.text}`).toBeLessThan(500);
+    }
+  });
+});
