@@ -9,7 +9,8 @@ import { openDatabase } from "../db/open";
 import { migrate } from "../db/migrate";
 import { closeDb } from "../db/client";
 import { parseDuration, formatDuration } from "../sources/duration";
-import { createSource, listSources } from "../sources/sources";
+import { createSource, extendLiveKeys, listSources, sourceReports, updateSource } from "../sources/sources";
+import { PRESETS, ttlOfParts } from "../retention/presets";
 import { createApiKey, listApiKeys, revokeApiKey } from "../auth/api-keys";
 import { cliPrincipal } from "../auth/principal";
 import { ROLES } from "../auth/roles";
@@ -88,23 +89,89 @@ const source = program.command("source").description("senders and their TTLs");
 
 source
   .command("create <name>")
-  .description("create a source; TTL = retry window + queue lag + clock skew + replay margin")
-  .requiredOption("--retry-window <duration>", "the sender's longest retry window, e.g. 3d", duration)
-  .requiredOption("--queue-lag <duration>", "margin for queue backlog before the claim, e.g. 1d", duration)
-  .requiredOption("--clock-skew <duration>", "margin for clock skew, e.g. 5m", duration)
-  .requiredOption("--replay <duration>", "margin for manual dead-letter replays, e.g. 3d", duration)
-  .action(async (name: string, o: { retryWindow: number; queueLag: number; clockSkew: number; replay: number }) => {
+  .description("create a source; TTL = retry window + queue lag + clock skew + replay margin (or --preset)")
+  .option("--preset <preset>", "start from a preset (keyward source presets); parts given too override it")
+  .option("--retry-window <duration>", "the sender's longest retry window, e.g. 3d", duration)
+  .option("--queue-lag <duration>", "margin for queue backlog before the claim, e.g. 1d", duration)
+  .option("--clock-skew <duration>", "margin for clock skew, e.g. 5m", duration)
+  .option("--replay <duration>", "margin for manual dead-letter replays, e.g. 3d", duration)
+  .option("--dead-letter-retention <duration>", "how long this sender's dead letters are kept (checked against the TTL)", duration)
+  .action(async (name: string, o: PartOptions) => {
     await withDatabase(async () => {
-      const s = await createSource({
-        name,
-        retryWindowSeconds: o.retryWindow,
-        queueLagSeconds: o.queueLag,
-        clockSkewSeconds: o.clockSkew,
-        replaySeconds: o.replay,
-      }, cliPrincipal());
-      console.log(`created source ${s.name}: TTL ${formatDuration(s.ttlSeconds)} (${s.ttlSeconds} s)`);
+      const s = await createSource({ name, ...partsFrom(o) } as never, cliPrincipal());
+      console.log(`created source ${s.name}: TTL ${formatDuration(s.ttlSeconds)} (${s.ttlSeconds} s)${s.preset ? `, preset ${s.preset}` : ""}`);
+      await printWarnings(s.name);
     });
   });
+
+source
+  .command("update <name>")
+  .description("change a source's parts, preset or dead-letter retention; applies to new claims (see `source extend`)")
+  .option("--preset <preset>", "apply a preset's parts")
+  .option("--retry-window <duration>", "the sender's longest retry window", duration)
+  .option("--queue-lag <duration>", "queue-lag margin", duration)
+  .option("--clock-skew <duration>", "clock-skew margin", duration)
+  .option("--replay <duration>", "replay margin", duration)
+  .option("--dead-letter-retention <duration>", "dead-letter retention (`none` clears it)", (v: string) => (v === "none" ? null : duration(v)))
+  .action(async (name: string, o: PartOptions) => {
+    await withDatabase(async () => {
+      const s = await updateSource(name, partsFrom(o), cliPrincipal());
+      console.log(`updated source ${s.name}: TTL ${formatDuration(s.ttlSeconds)} for new claims; live keys keep their expiry (keyward source extend ${s.name})`);
+      await printWarnings(s.name);
+    });
+  });
+
+source
+  .command("extend <name>")
+  .description("extend the source's live keys to its current TTL (never shortens)")
+  .action(async (name: string) => {
+    await withDatabase(async () => {
+      const r = await extendLiveKeys(name, cliPrincipal());
+      console.log(`extended ${r.extended} live key${r.extended === 1 ? "" : "s"} of ${r.source} to TTL ${formatDuration(r.ttlSeconds)}`);
+    });
+  });
+
+source
+  .command("presets")
+  .description("list the TTL presets and where their numbers come from")
+  .action(() => {
+    printTable(
+      PRESETS.map((p) => ({
+        PRESET: p.name,
+        TTL: formatDuration(ttlOfParts(p.parts)),
+        "RETRY WINDOW": formatDuration(p.parts.retryWindowSeconds),
+        "QUEUE LAG": formatDuration(p.parts.queueLagSeconds),
+        "CLOCK SKEW": formatDuration(p.parts.clockSkewSeconds),
+        REPLAY: formatDuration(p.parts.replaySeconds),
+        FOR: p.label,
+      })),
+    );
+  });
+
+type PartOptions = {
+  preset?: string;
+  retryWindow?: number;
+  queueLag?: number;
+  clockSkew?: number;
+  replay?: number;
+  deadLetterRetention?: number | null;
+};
+
+function partsFrom(o: PartOptions) {
+  const out: Record<string, unknown> = {};
+  if (o.preset !== undefined) out.preset = o.preset;
+  if (o.retryWindow !== undefined) out.retryWindowSeconds = o.retryWindow;
+  if (o.queueLag !== undefined) out.queueLagSeconds = o.queueLag;
+  if (o.clockSkew !== undefined) out.clockSkewSeconds = o.clockSkew;
+  if (o.replay !== undefined) out.replaySeconds = o.replay;
+  if (o.deadLetterRetention !== undefined) out.deadLetterRetentionSeconds = o.deadLetterRetention;
+  return out as Record<string, never>;
+}
+
+async function printWarnings(name: string): Promise<void> {
+  const [report] = await sourceReports(name);
+  for (const inv of report.invariants) if (!inv.ok) console.error(`warning: ${inv.message}`);
+}
 
 source
   .command("list")

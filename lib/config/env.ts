@@ -59,6 +59,9 @@ const envSchema = z.object({
   KEYWARD_OIDC_ADMINS: optionalString(z.string()),
   KEYWARD_OIDC_OPERATORS: optionalString(z.string()),
   KEYWARD_OIDC_VIEWERS: optionalString(z.string()),
+  // How long the audit history is kept, in days (whole months are dropped past it). Never below 90, the
+  // longest TTL a source may have.
+  KEYWARD_AUDIT_RETENTION_DAYS: intFrom(400, 90, 36500),
 });
 
 export type KeywardEnv = z.infer<typeof envSchema>;
