@@ -17,7 +17,7 @@
  * Knobs: BENCH_PRUNE_BACKLOG (200000), BENCH_PRUNE_CYCLES (4: runs of (b)), BENCH_PRUNE_BATCH (5000).
  */
 import pg from "pg";
-import { closeDb } from "../../lib/db/client";
+import { pool as libPool } from "../../lib/db/client";
 import { PRUNE_BATCH_SQL, pruneExpiredKeys } from "../../lib/retention/prune";
 import { claimEvent } from "../../lib/claims/claim";
 import { loadEnv } from "../../lib/config/env";
@@ -72,13 +72,24 @@ export type PruneBenchResult = {
 };
 
 /**
- * `setup` inserts the backlogs; every measured run starts on a new connection of its own (the raw loops
- * a new pg.Client, the library a new pool), connecting inside the timed span. On this shared machine a
- * backend that has just worked runs markedly faster than one that sat idle, so reusing connections
- * favoured whichever pruner's connection had been busiest.
+ * `setup` inserts the backlogs on connections of its own, so no pruner's connection is the one that just
+ * did the insert (a backend that has just worked runs faster than one that sat idle). Each pruner keeps
+ * one connection across its runs, as a server's pool does, and sends it a trivial query right before
+ * each timed run.
  */
 export async function benchPruning(setup: pg.Pool, url: string, log: (msg: string) => void): Promise<PruneBenchResult> {
   const pool = setup;
+  const clients = new Map<Kind, pg.Client>();
+  const clientOf = async (kind: Kind) => {
+    let c = clients.get(kind);
+    if (!c) {
+      c = new pg.Client({ connectionString: url, application_name: `keyward-bench-${kind}` });
+      c.on("error", () => {}); // the cleanup's DROP DATABASE … WITH (FORCE) may end it first
+      await c.connect();
+      clients.set(kind, c);
+    }
+    return c;
+  };
   const t0 = performance.now();
   const backlog = knob("BENCH_PRUNE_BACKLOG", 200_000);
   const cycles = knob("BENCH_PRUNE_CYCLES", 4);
@@ -108,24 +119,20 @@ export async function benchPruning(setup: pg.Pool, url: string, log: (msg: strin
 
   const rawLoop = async (kind: Exclude<Kind, "lib">): Promise<number> => {
     const text = kind === "raw" || kind === "control" ? PRUNE_BATCH_SQL.text : SHAPES[kind];
+    const client = await clientOf(kind);
+    await client.query("SELECT 1");
     const start = performance.now();
-    const client = new pg.Client({ connectionString: url, application_name: `keyward-bench-${kind}` });
-    await client.connect();
-    try {
-      let rows = 0;
-      for (;;) {
-        const r = await client.query({ name: `bench_prune_${kind}`, text, values: [batchSize] });
-        rows += r.rowCount ?? 0;
-        if ((r.rowCount ?? 0) < batchSize) break;
-      }
-      check(kind, rows);
-      return (rows * 1000) / (performance.now() - start);
-    } finally {
-      await client.end();
+    let rows = 0;
+    for (;;) {
+      const r = await client.query({ name: `bench_prune_${kind}`, text, values: [batchSize] });
+      rows += r.rowCount ?? 0;
+      if ((r.rowCount ?? 0) < batchSize) break;
     }
+    check(kind, rows);
+    return (rows * 1000) / (performance.now() - start);
   };
   const libRun = async (): Promise<number> => {
-    await closeDb(); // the library opens a new pool, and a new connection, inside the timed span
+    await libPool().query("SELECT 1"); // the idle connection the run will take
     const start = performance.now();
     const outcome = await pruneExpiredKeys({ trigger: "cli", actor: "bench", batchSize, pauseMs: 0, budgetMs: 3_600_000 });
     const ms = performance.now() - start;
@@ -155,9 +162,9 @@ export async function benchPruning(setup: pg.Pool, url: string, log: (msg: strin
     return r;
   };
   let before = await measured("raw");
-  // The control, (a) itself measured like a scenario, shows what this method reads for "no difference".
-  const libRuns: Kind[] = Array.from({ length: cycles }, () => "lib");
-  const order: Kind[] = [...libRuns.slice(0, 1), "control", ...libRuns.slice(1, 3), "control", ...libRuns.slice(3), "join", "primaryKey"];
+  // (b) first, strictly alternating with (a), so that both connections are equally busy. The control,
+  // (a)'s statement on a client that then sits idle like the shapes' clients, comes after.
+  const order: Kind[] = [...Array.from({ length: cycles }, (): Kind => "lib"), "control", "control", "join", "primaryKey"];
   for (const [i, kind] of order.entries()) {
     const r = await measured(kind);
     const after = await measured("raw");
@@ -166,6 +173,7 @@ export async function benchPruning(setup: pg.Pool, url: string, log: (msg: strin
     log(`pruning: ${i + 1}/${order.length} (${kind} ${ratios.get(kind)!.at(-1)!.toFixed(2)}× raw, raw at ${Math.round(after).toLocaleString("en-US")} rows/s)`);
   }
   const others: Kind[] = ["lib", "control", "join", "primaryKey"];
+  await Promise.all([...clients.values()].map((c) => c.end()));
   const ratioOf = (kind: Kind) => {
     if (kind === "raw") return { median: 1, q1: 1, q3: 1 };
     const sorted = [...ratios.get(kind)!].sort((a, b) => a - b);
@@ -280,16 +288,18 @@ only it).
 ${table}
 
 Every run deletes a freshly inserted backlog (the table vacuumed before the insert, a CHECKPOINT after
-it), one batch per statement, each statement its own transaction, until a batch comes back short, on a
-new connection of its own (connecting is inside the timed span: on this shared machine a backend that
-has just worked is markedly faster than one that sat idle, which would otherwise favour whichever
-pruner's connection was busiest). Runs alternate (a), X, (a), Y, (a) …; each run of X is divided by the
-mean of the (a) runs right before and after it; the median of those ratios is quoted, the middle half
-in brackets. (a) is a plain \`pg\` client looping over \`PRUNE_BATCH_SQL\` from
-lib/retention/prune.ts; the control is (a) again measured as a scenario: what the method reads for "no
-difference". (b) is \`pruneExpiredKeys\` with \`pauseMs: 0\`, timed from the call to its answer: a new
-pool and connection, the advisory lock, the \`prune_runs\` row, the batches, the record's completion,
-the lock's release. The last two rows are the same batch written as a join on ctid and as an \`IN\` on
+it, the insert made on connections no pruner uses), one batch per statement, each statement its own
+transaction, until a batch comes back short. Each pruner keeps its connection across runs, as a
+server's pool does, and sends it \`SELECT 1\` before each run. Runs alternate (a), X, (a), Y, (a) …;
+each run of X is divided by the mean of the (a) runs right before and after it; the median of those
+ratios is quoted, the middle half in brackets. (a) is a plain \`pg\` client looping over
+\`PRUNE_BATCH_SQL\` from lib/retention/prune.ts. (b)'s runs come first, strictly alternating with
+(a)'s, so both connections are equally busy. The control is (a)'s statement again on a client of its
+own, run after (b) like the last two rows: it reads low because its connection sat idle between its
+runs while (a)'s worked every other run, and shows how far this method moves a ratio that should be
+1. (b) is \`pruneExpiredKeys\` with \`pauseMs: 0\`, timed from the call to its answer: a connection
+from its pool, the advisory lock, the \`prune_runs\` row, the batches, the record's completion, the
+lock's release. The last two rows are the same batch written as a join on ctid and as an \`IN\` on
 the primary key.
 
 ${claims}
