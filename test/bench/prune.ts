@@ -14,7 +14,7 @@
  *    library prunes the backlog with its default settings (batch, pause), then idle again; p50/p99 of the
  *    claims during the prune ÷ those of the idle slices around it.
  *
- * Knobs: BENCH_PRUNE_BACKLOG (200000), BENCH_PRUNE_CYCLES (4: runs of (b)), BENCH_PRUNE_BATCH (5000).
+ * Knobs: BENCH_PRUNE_BACKLOG (200000), BENCH_PRUNE_CYCLES (8: runs of (b)), BENCH_PRUNE_BATCH (5000).
  */
 import pg from "pg";
 import { closeDb, pool as libPool } from "../../lib/db/client";
@@ -59,7 +59,7 @@ export type PruneBenchResult = {
   backlog: number;
   batchSize: number;
   cycles: number;
-  rows: { kind: Kind; label: string; rowsPerSec: number; ratio: { median: number; q1: number; q3: number } }[];
+  rows: { kind: Kind; label: string; rowsPerSec: number; ratio: { median: number; q1: number; q3: number }; ratios: number[] }[];
   claims: {
     clients: number;
     idle: { p50: number; p99: number; perSec: number; requests: number };
@@ -99,7 +99,7 @@ export async function benchPruning(setup: pg.Pool, url: string, log: (msg: strin
   process.env.KEYWARD_DB_STATEMENT_TIMEOUT_MS = "120000";
   await closeDb();
   const backlog = knob("BENCH_PRUNE_BACKLOG", 200_000);
-  const cycles = knob("BENCH_PRUNE_CYCLES", 4);
+  const cycles = knob("BENCH_PRUNE_CYCLES", 8);
   const batchSize = knob("BENCH_PRUNE_BATCH", 5000);
   await pool.query(
     `INSERT INTO sources (name, retry_window_seconds, queue_lag_seconds, clock_skew_seconds, replay_seconds, ttl_seconds)
@@ -194,6 +194,7 @@ export async function benchPruning(setup: pg.Pool, url: string, log: (msg: strin
     label: LABELS[kind],
     rowsPerSec: median(rates.get(kind)!),
     ratio: ratioOf(kind),
+    ratios: ratios.get(kind) ?? [],
   }));
 
   // Claims while idle, during a prune at the library's defaults, idle again; per cycle.
@@ -296,6 +297,11 @@ twice, the other shapes once; this part took ${r.seconds} s (\`BENCH_PARTS=prune
 only it).
 
 ${table}
+
+Each run's ratio, in order: ${r.rows
+    .filter((row) => row.kind === "lib" || row.kind === "control")
+    .map((row) => `${row.kind === "lib" ? "(b)" : "control"} ${row.ratios.map((v) => v.toFixed(2)).join(", ")}`)
+    .join("; ")}.
 
 Every run deletes a freshly inserted backlog (the table vacuumed before the insert, a CHECKPOINT after
 it, the insert made on connections no pruner uses), one batch per statement, each statement its own
