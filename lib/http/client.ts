@@ -3,12 +3,16 @@
  * (or a network failure) into an ApiError, and the retry rule the screens' queries share.
  */
 
-/** A failed console API call, carrying the one error body `{ error: { code, message } }` when there is one. */
+/**
+ * A failed console API call, carrying the one error body `{ error: { code, message, details? } }` when there
+ * is one (`details.fields` on a 422: which request field was refused, and why).
+ */
 export class ApiError extends Error {
   constructor(
     readonly status: number,
     readonly code: string,
     message: string,
+    readonly details?: unknown,
   ) {
     super(message);
     this.name = "ApiError";
