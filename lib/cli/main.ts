@@ -16,7 +16,7 @@ import { cliPrincipal } from "../auth/principal";
 import { ROLES } from "../auth/roles";
 import { createUser, listUsers, resetPassword, updateUser } from "../auth/users";
 import { SCOPES } from "../auth/schema";
-import { ensureAuditPartitions } from "../audit/partitions";
+import { dropExpiredAuditPartitions, ensureAuditPartitions } from "../audit/partitions";
 import { pruneNow } from "../retention/prune";
 import { pruneRequest } from "../retention/prune-schema";
 import { parseOrThrow } from "../http/validate";
@@ -79,6 +79,8 @@ program
       console.log(applied.length ? `applied: ${applied.join(", ")}` : "schema is up to date; nothing to apply");
       const created = await ensureAuditPartitions();
       if (created > 0) console.log(`created ${created} monthly audit partition(s) ahead`);
+      const dropped = await dropExpiredAuditPartitions();
+      if (dropped.length > 0) console.log(`dropped audit months past retention: ${dropped.join(", ")}`);
     } finally {
       await closeDb();
       await database.close();

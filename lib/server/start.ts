@@ -15,7 +15,7 @@ import { flushClaimCounts } from "../metrics/claim-counts";
 import { scheduleMetricsSampler } from "../metrics/sampler";
 import { buildIfNeeded, ensureGeneratedClient, ROOT } from "./build";
 import { matchFastRoute, serveFast } from "./fast-routes";
-import { ensureAuditPartitions, scheduleAuditPartitions } from "../audit/partitions";
+import { dropExpiredAuditPartitions, ensureAuditPartitions, scheduleAuditPartitions } from "../audit/partitions";
 import { schedulePruning } from "../retention/schedule";
 import { pageHeaders } from "../http/headers";
 
@@ -30,6 +30,8 @@ export async function startServer(options: { build?: boolean } = {}): Promise<vo
     const applied = await migrate(database.url);
     console.log(applied.length ? `[keyward] applied migrations: ${applied.join(", ")}` : "[keyward] database schema is up to date");
     await ensureAuditPartitions();
+    const dropped = await dropExpiredAuditPartitions();
+    if (dropped.length) console.log(`[keyward] dropped audit months past retention: ${dropped.join(", ")}`);
   } catch (err) {
     console.error(`[keyward] cannot start: ${(err as Error).message}`);
     await database.close();
