@@ -153,7 +153,12 @@ export async function sourceReports(only?: string): Promise<SourceReport[]> {
     `SELECT coalesce(sum(pg_total_relation_size(c.oid)), 0)::bigint AS bytes,
             coalesce(sum(greatest(c.reltuples, 0)), 0)::bigint AS rows
      FROM pg_class c
-     WHERE c.oid IN (SELECT relid FROM pg_partition_tree('dedup_keys') WHERE isleaf)`,
+     -- The table itself, or its leaf partitions in partition mode (pg_partition_tree lists nothing for a
+     -- plain table).
+     WHERE c.oid IN (
+       SELECT oid FROM pg_class WHERE oid = 'dedup_keys'::regclass AND relkind <> 'p'
+       UNION ALL
+       SELECT relid FROM pg_partition_tree('dedup_keys') WHERE isleaf AND relid <> 'dedup_keys'::regclass)`,
   );
   const measured = size.rows >= MIN_ROWS_TO_MEASURE;
   const bytesPerKey = measured ? Math.round(size.bytes / size.rows) : DEFAULT_BYTES_PER_KEY;
