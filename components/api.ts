@@ -1,9 +1,9 @@
 /**
  * The console's one way to call its own API from the browser: JSON in and out, and the one error body
- * `{ error: { code, message } }` turned into an ApiError. Plain same-origin fetches: the browser sends the
- * session cookie and, on changes, the Origin header the server's CSRF check wants.
+ * `{ error: { code, message, details? } }` turned into an ApiError. Plain same-origin fetches: the browser
+ * sends the session cookie and, on changes, the Origin header the server's CSRF check wants.
  */
-import { ApiError } from "@/lib/overview/queries";
+import { ApiError } from "@/lib/http/client";
 
 export { ApiError };
 
@@ -27,8 +27,8 @@ export async function api<T>(path: string, init: { method?: Method; body?: unkno
   }
   const body: unknown = await res.json().catch(() => undefined);
   if (!res.ok) {
-    const e = (body as { error?: { code?: string; message?: string } } | undefined)?.error;
-    throw new ApiError(res.status, e?.code ?? `http_${res.status}`, e?.message ?? `${res.status} ${res.statusText}`);
+    const e = (body as { error?: { code?: string; message?: string; details?: unknown } } | undefined)?.error;
+    throw new ApiError(res.status, e?.code ?? `http_${res.status}`, e?.message ?? `${res.status} ${res.statusText}`, e?.details);
   }
   return body as T;
 }

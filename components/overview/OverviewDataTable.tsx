@@ -2,7 +2,7 @@
 
 import { useQuery } from "@tanstack/react-query";
 import { ErrorBox } from "@/components/ui/ErrorBox";
-import { formatClockTime } from "@/components/ui/format";
+import { formatClockTime, formatCount } from "@/components/ui/format";
 import { overviewQuery } from "@/lib/overview/queries";
 import { NoSources } from "./NoSources";
 import { OverviewStats, OverviewStatsSkeleton } from "./OverviewStats";
@@ -49,7 +49,9 @@ export function OverviewDataTable() {
             </p>
           )}
           <p className="footnote">
-            Keys are counted now in the dedup table. &ldquo;Last hour&rdquo; sums the per-minute claim counts since{" "}
+            Keys are counted now in the dedup table while it holds at most {formatCount(data.countLimit)} keys; past that, the
+            totals come from the metrics sampler&apos;s newest sample (≈), taken once a minute, and per-source alive and
+            expired counts show as —. &ldquo;Last hour&rdquo; sums the per-minute claim counts since{" "}
             {formatClockTime(data.lastHourSince, false)}; each server process writes its counts every few seconds, so the newest
             seconds may not be in yet. Expired keys no longer catch duplicates even before the pruner deletes them.
           </p>

@@ -3,17 +3,19 @@
 import { useQuery } from "@tanstack/react-query";
 import { PageHeader } from "@/components/ui/PageHeader";
 import { RefreshStatus } from "@/components/ui/RefreshStatus";
+import type { MetricsRange } from "@/lib/metrics/schema";
 import { OVERVIEW_REFRESH_MS, overviewQuery } from "@/lib/overview/queries";
+import { MetricsPanel } from "./MetricsPanel";
 import { OverviewDataTable } from "./OverviewDataTable";
 
-export function OverviewPage() {
+export function OverviewPage({ range }: { range: MetricsRange }) {
   // Same query as the data table (one request, shared cache); read here only for the freshness line.
   const { data, isFetching, isError, refetch } = useQuery(overviewQuery());
   return (
     <>
       <PageHeader
         title="Overview"
-        description="Live dedup keys and claim outcomes per source."
+        description="Live dedup keys and claim outcomes per source; the dedup table's size, backlog and cleanup over time."
         aside={
           <RefreshStatus
             asOf={data?.asOf}
@@ -25,6 +27,7 @@ export function OverviewPage() {
         }
       />
       <OverviewDataTable />
+      <MetricsPanel range={range} />
     </>
   );
 }

@@ -1,27 +1,32 @@
 import { StatCard, StatCardSkeleton } from "@/components/ui/StatCard";
 import { formatClockTime, formatCount, formatPercent } from "@/components/ui/format";
 import type { Overview } from "@/lib/overview/schema";
-import { attemptsOf, conflictsOf } from "./prepare";
+import { formatBytes, formatCompact } from "./chart-data";
+import { aliveFigure, attemptsOf, conflictsOf, expiredFigure } from "./prepare";
 
-const LABELS = ["Keys alive", "Claims, last hour", "Duplicates, last hour", "Conflicts, last hour", "Expired, not pruned"];
+const LABELS = ["Keys alive", "Claims, last hour", "Duplicates, last hour", "Conflicts, last hour", "Expired, not pruned", "Dedup table"];
 
 /** The headline figures across all sources. Display only. */
 export function OverviewStats({ overview }: { overview: Overview }) {
   const { keys, lastHour } = overview.totals;
   const since = formatClockTime(overview.lastHourSince, false);
+  const sample = overview.latestSample;
+  const alive = aliveFigure(overview);
+  const expired = expiredFigure(overview);
   return (
     <section className="stats" aria-label="Totals across all sources">
       <StatCard
         label={LABELS[0]}
-        value={formatCount(keys.alive)}
+        value={alive.text}
         hint={
           <>
+            {alive.note && <>{alive.note} · </>}
             {formatCount(keys.inFlight)} in flight
             {keys.leaseLapsed > 0 && <> · <span className="warn-text">{formatCount(keys.leaseLapsed)} lease lapsed</span></>}
           </>
         }
         tone={keys.leaseLapsed > 0 ? "warn" : "normal"}
-        title="Keys whose expiry is still ahead: a repeat delivery of these events is caught. In flight: claimed with a lease, not completed yet. Lease lapsed: in flight past its lease (the worker likely died); the next delivery takes it over."
+        title={`Keys whose expiry is still ahead: a repeat delivery of these events is caught. Counted one by one up to ${formatCount(overview.countLimit)} keys; above that, the metrics sampler's estimate. In flight: claimed with a lease, not completed yet. Lease lapsed: in flight past its lease (the worker likely died); the next delivery takes it over.`}
       />
       <StatCard
         label={LABELS[1]}
@@ -51,9 +56,19 @@ export function OverviewStats({ overview }: { overview: Overview }) {
       />
       <StatCard
         label={LABELS[4]}
-        value={formatCount(keys.expired)}
-        hint="no longer protecting; awaiting the pruner"
+        value={expired.text}
+        hint={expired.note ?? "no longer protecting; awaiting the pruner"}
         title="Keys past their expiry that are still stored. They no longer catch duplicates; the pruning job deletes them in batches. A figure that keeps growing means pruning is not keeping up."
+      />
+      <StatCard
+        label={LABELS[5]}
+        value={sample ? formatBytes(sample.tableBytes) : "—"}
+        hint={
+          sample
+            ? `≈${formatCompact(sample.estimatedRows)} rows · indexes ${formatBytes(sample.indexBytes)} · at ${formatClockTime(sample.at, false)}`
+            : "the first sample is taken within a minute"
+        }
+        title="dedup_keys on disk (table, TOAST and indexes) and its row count, alive and expired, from the metrics sampler's newest sample."
       />
     </section>
   );

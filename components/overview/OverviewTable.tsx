@@ -2,8 +2,18 @@ import { formatCount, formatDuration, formatPercent } from "@/components/ui/form
 import type { ClaimCounts, KeyCounts, Overview } from "@/lib/overview/schema";
 import { attemptsOf } from "./prepare";
 
-/** A count cell: zeros fade so non-zero figures stand out; `warn` marks figures that need a look when non-zero. */
-function Num({ value, warn = false }: { value: number; warn?: boolean }) {
+/**
+ * A count cell: zeros fade so non-zero figures stand out; `warn` marks figures that need a look when
+ * non-zero; null (more keys than the overview counts one by one) is a dash, explained on hover.
+ */
+function Num({ value, warn = false }: { value: number | null; warn?: boolean }) {
+  if (value === null) {
+    return (
+      <td className="num zero" title="More keys than the overview counts on every refresh; the totals above show the sampler's estimate">
+        —
+      </td>
+    );
+  }
   const cls = value === 0 ? "num zero" : warn ? "num warn-text" : "num";
   return <td className={cls}>{formatCount(value)}</td>;
 }

@@ -1,9 +1,13 @@
 /**
- * Keeps the audit history's monthly partitions created ahead. Runs at every start (after migrating),
- * every 6 hours inside the server, and with `keyward migrate`. Idempotent and cheap: it only creates the
- * months that are missing (moving any of their rows out of the DEFAULT partition first).
+ * Keeps the audit history's monthly partitions created ahead, and drops the months past its retention
+ * (KEYWARD_AUDIT_RETENTION_DAYS, default 400, never below 90: the longest TTL). Runs at every start
+ * (after migrating), every 6 hours inside the server, and with `keyward migrate`. Idempotent and cheap:
+ * it only creates the months that are missing (moving any of their rows out of the DEFAULT partition
+ * first) and drops whole months (no row-by-row DELETE; the append-only trigger stays intact).
  */
 import { query } from "../db/sql";
+import { loadEnv } from "../config/env";
+import { recordAction } from "./actions";
 
 export const AUDIT_MONTHS_AHEAD = 3;
 const EVERY_MS = 6 * 3600 * 1000;
@@ -14,10 +18,45 @@ export async function ensureAuditPartitions(monthsAhead = AUDIT_MONTHS_AHEAD): P
   return row.created;
 }
 
+/**
+ * Drops the monthly partitions whose whole month ended more than `retentionDays` ago, by the database
+ * clock. The DEFAULT partition is never dropped. Each drop is recorded in the operator action log as
+ * actor `system`. Returns the dropped partitions' names.
+ */
+export async function dropExpiredAuditPartitions(retentionDays = loadEnv().KEYWARD_AUDIT_RETENTION_DAYS): Promise<string[]> {
+  const days = Math.max(90, retentionDays);
+  const rows = await query<{ name: string }>(
+    `SELECT c.relname AS name
+     FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
+     WHERE i.inhparent = 'audit_events'::regclass
+       AND c.relname ~ '^audit_events_[0-9]{4}_[0-9]{2}$'
+       AND to_date(substr(c.relname, 14), 'YYYY_MM') + interval '1 month' <= now() - make_interval(days => $1)
+     ORDER BY c.relname`,
+    [days],
+  );
+  const dropped: string[] = [];
+  for (const { name } of rows) {
+    try {
+      await query(`DROP TABLE "${name.replace(/"/g, "")}"`);
+    } catch (err) {
+      if ((err as { code?: string }).code === "42P01") continue; // another instance dropped it first
+      throw err;
+    }
+    dropped.push(name);
+    await recordAction("system", {
+      action: "audit.drop_partition",
+      target: { type: "audit_partition", id: name },
+      reason: `older than the audit retention of ${days} days`,
+    });
+  }
+  return dropped;
+}
+
 /** Runs ensureAuditPartitions on a timer (unref'd); returns a function that stops it. */
 export function scheduleAuditPartitions(log: (msg: string) => void): () => void {
   const timer = setInterval(() => {
     ensureAuditPartitions().catch((err) => log(`creating audit partitions failed (will retry): ${(err as Error).message}`));
+    dropExpiredAuditPartitions().catch((err) => log(`dropping old audit partitions failed (will retry): ${(err as Error).message}`));
   }, EVERY_MS);
   timer.unref();
   return () => clearInterval(timer);

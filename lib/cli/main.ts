@@ -9,13 +9,17 @@ import { openDatabase } from "../db/open";
 import { migrate } from "../db/migrate";
 import { closeDb } from "../db/client";
 import { parseDuration, formatDuration } from "../sources/duration";
-import { createSource, listSources } from "../sources/sources";
+import { createSource, extendLiveKeys, listSources, sourceReports, updateSource } from "../sources/sources";
+import { PRESETS, ttlOfParts } from "../retention/presets";
 import { createApiKey, listApiKeys, revokeApiKey } from "../auth/api-keys";
 import { cliPrincipal } from "../auth/principal";
 import { ROLES } from "../auth/roles";
 import { createUser, listUsers, resetPassword, updateUser } from "../auth/users";
 import { SCOPES } from "../auth/schema";
-import { ensureAuditPartitions } from "../audit/partitions";
+import { dropExpiredAuditPartitions, ensureAuditPartitions } from "../audit/partitions";
+import { pruneNow } from "../retention/prune";
+import { pruneRequest } from "../retention/prune-schema";
+import { parseOrThrow } from "../http/validate";
 
 const program = new Command()
   .name("keyward")
@@ -75,6 +79,8 @@ program
       console.log(applied.length ? `applied: ${applied.join(", ")}` : "schema is up to date; nothing to apply");
       const created = await ensureAuditPartitions();
       if (created > 0) console.log(`created ${created} monthly audit partition(s) ahead`);
+      const dropped = await dropExpiredAuditPartitions();
+      if (dropped.length > 0) console.log(`dropped audit months past retention: ${dropped.join(", ")}`);
     } finally {
       await closeDb();
       await database.close();
@@ -85,23 +91,89 @@ const source = program.command("source").description("senders and their TTLs");
 
 source
   .command("create <name>")
-  .description("create a source; TTL = retry window + queue lag + clock skew + replay margin")
-  .requiredOption("--retry-window <duration>", "the sender's longest retry window, e.g. 3d", duration)
-  .requiredOption("--queue-lag <duration>", "margin for queue backlog before the claim, e.g. 1d", duration)
-  .requiredOption("--clock-skew <duration>", "margin for clock skew, e.g. 5m", duration)
-  .requiredOption("--replay <duration>", "margin for manual dead-letter replays, e.g. 3d", duration)
-  .action(async (name: string, o: { retryWindow: number; queueLag: number; clockSkew: number; replay: number }) => {
+  .description("create a source; TTL = retry window + queue lag + clock skew + replay margin (or --preset)")
+  .option("--preset <preset>", "start from a preset (keyward source presets); parts given too override it")
+  .option("--retry-window <duration>", "the sender's longest retry window, e.g. 3d", duration)
+  .option("--queue-lag <duration>", "margin for queue backlog before the claim, e.g. 1d", duration)
+  .option("--clock-skew <duration>", "margin for clock skew, e.g. 5m", duration)
+  .option("--replay <duration>", "margin for manual dead-letter replays, e.g. 3d", duration)
+  .option("--dead-letter-retention <duration>", "how long this sender's dead letters are kept (checked against the TTL)", duration)
+  .action(async (name: string, o: PartOptions) => {
     await withDatabase(async () => {
-      const s = await createSource({
-        name,
-        retryWindowSeconds: o.retryWindow,
-        queueLagSeconds: o.queueLag,
-        clockSkewSeconds: o.clockSkew,
-        replaySeconds: o.replay,
-      }, cliPrincipal());
-      console.log(`created source ${s.name}: TTL ${formatDuration(s.ttlSeconds)} (${s.ttlSeconds} s)`);
+      const s = await createSource({ name, ...partsFrom(o) } as never, cliPrincipal());
+      console.log(`created source ${s.name}: TTL ${formatDuration(s.ttlSeconds)} (${s.ttlSeconds} s)${s.preset ? `, preset ${s.preset}` : ""}`);
+      await printWarnings(s.name);
     });
   });
+
+source
+  .command("update <name>")
+  .description("change a source's parts, preset or dead-letter retention; applies to new claims (see `source extend`)")
+  .option("--preset <preset>", "apply a preset's parts")
+  .option("--retry-window <duration>", "the sender's longest retry window", duration)
+  .option("--queue-lag <duration>", "queue-lag margin", duration)
+  .option("--clock-skew <duration>", "clock-skew margin", duration)
+  .option("--replay <duration>", "replay margin", duration)
+  .option("--dead-letter-retention <duration>", "dead-letter retention (`none` clears it)", (v: string) => (v === "none" ? null : duration(v)))
+  .action(async (name: string, o: PartOptions) => {
+    await withDatabase(async () => {
+      const s = await updateSource(name, partsFrom(o), cliPrincipal());
+      console.log(`updated source ${s.name}: TTL ${formatDuration(s.ttlSeconds)} for new claims; live keys keep their expiry (keyward source extend ${s.name})`);
+      await printWarnings(s.name);
+    });
+  });
+
+source
+  .command("extend <name>")
+  .description("extend the source's live keys to its current TTL (never shortens)")
+  .action(async (name: string) => {
+    await withDatabase(async () => {
+      const r = await extendLiveKeys(name, cliPrincipal());
+      console.log(`extended ${r.extended} live key${r.extended === 1 ? "" : "s"} of ${r.source} to TTL ${formatDuration(r.ttlSeconds)}`);
+    });
+  });
+
+source
+  .command("presets")
+  .description("list the TTL presets and where their numbers come from")
+  .action(() => {
+    printTable(
+      PRESETS.map((p) => ({
+        PRESET: p.name,
+        TTL: formatDuration(ttlOfParts(p.parts)),
+        "RETRY WINDOW": formatDuration(p.parts.retryWindowSeconds),
+        "QUEUE LAG": formatDuration(p.parts.queueLagSeconds),
+        "CLOCK SKEW": formatDuration(p.parts.clockSkewSeconds),
+        REPLAY: formatDuration(p.parts.replaySeconds),
+        FOR: p.label,
+      })),
+    );
+  });
+
+type PartOptions = {
+  preset?: string;
+  retryWindow?: number;
+  queueLag?: number;
+  clockSkew?: number;
+  replay?: number;
+  deadLetterRetention?: number | null;
+};
+
+function partsFrom(o: PartOptions) {
+  const out: Record<string, unknown> = {};
+  if (o.preset !== undefined) out.preset = o.preset;
+  if (o.retryWindow !== undefined) out.retryWindowSeconds = o.retryWindow;
+  if (o.queueLag !== undefined) out.queueLagSeconds = o.queueLag;
+  if (o.clockSkew !== undefined) out.clockSkewSeconds = o.clockSkew;
+  if (o.replay !== undefined) out.replaySeconds = o.replay;
+  if (o.deadLetterRetention !== undefined) out.deadLetterRetentionSeconds = o.deadLetterRetention;
+  return out as Record<string, never>;
+}
+
+async function printWarnings(name: string): Promise<void> {
+  const [report] = await sourceReports(name);
+  for (const inv of report.invariants) if (!inv.ok) console.error(`warning: ${inv.message}`);
+}
 
 source
   .command("list")
@@ -252,6 +324,39 @@ user
       }
     });
   });
+
+program
+  .command("prune")
+  .description("delete expired dedup keys now: one bounded run in batches (the server also prunes on its own schedule)")
+  .option("--batch-size <n>", "keys per batch (default KEYWARD_PRUNE_BATCH_SIZE, 5000)", wholeNumber)
+  .option("--budget <duration>", "start no batch after this long, e.g. 30s, 2m, 500ms (default KEYWARD_PRUNE_BUDGET_MS, 30s)", milliseconds)
+  .option("--pause <ms>", "pause between batches in ms (default KEYWARD_PRUNE_PAUSE_MS, 50)", wholeNumber)
+  .option("--json", "print the run as JSON")
+  .action(async (o: { batchSize?: number; budget?: number; pause?: number; json?: boolean }) => {
+    const options = parseOrThrow(pruneRequest, { batchSize: o.batchSize, budgetMs: o.budget, pauseMs: o.pause });
+    await withDatabase(async () => {
+      const outcome = await pruneNow(cliPrincipal(), "cli", options);
+      if (o.json) return console.log(JSON.stringify(outcome, null, 2));
+      if ("skipped" in outcome) return console.log(`skipped: ${outcome.skipped}`);
+      const { run } = outcome;
+      const seconds = ((run.durationMs ?? 0) / 1000).toFixed(2);
+      console.log(
+        `pruned ${run.rows} expired keys in ${run.batches} batch${run.batches === 1 ? "" : "es"}, ${seconds} s, ` +
+          `${(run.rowsPerSecond ?? 0).toLocaleString("en-US")} keys/s (run ${run.id}, stopped: ${run.stopped})`,
+      );
+    });
+  });
+
+function wholeNumber(value: string): number {
+  if (!/^\d+$/.test(value)) throw new InvalidArgumentError(`"${value}" is not a whole number`);
+  return Number(value);
+}
+
+/** "500ms", or a duration in s/m/h/d ("30s", "2m"), as milliseconds. */
+function milliseconds(value: string): number {
+  const ms = /^(\d+)ms$/.exec(value.trim());
+  return ms ? Number(ms[1]) : duration(value) * 1000;
+}
 
 /** Asks twice without echo; an empty answer means "generate one". */
 async function promptNewPassword(): Promise<string | undefined> {

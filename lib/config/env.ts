@@ -28,12 +28,29 @@ const envSchema = z.object({
   KEYWARD_DB_STATEMENT_TIMEOUT_MS: intFrom(5000, 100, 600000),
   // Idle connections are kept 5 minutes: a reopened connection costs ~12 ms plus a slow first claim.
   KEYWARD_DB_IDLE_TIMEOUT_MS: intFrom(300000, 0, 86400000),
+  // Pruning expired dedup keys (lib/retention/prune.ts): rows per batch (one short transaction each),
+  // pause between batches, time budget per run, and how often the server runs it (0: never).
+  KEYWARD_PRUNE_BATCH_SIZE: intFrom(5000, 1, 100000),
+  KEYWARD_PRUNE_PAUSE_MS: intFrom(50, 0, 60000),
+  KEYWARD_PRUNE_BUDGET_MS: intFrom(30000, 1, 3600000),
+  KEYWARD_PRUNE_INTERVAL_SECONDS: intFrom(60, 0, 86400),
+  // Lets an external scheduler call POST /api/v1/maintenance/prune/external; unset, that route is a 404.
+  KEYWARD_MAINTENANCE_SECRET: optionalString(z.string().min(32, "must be at least 32 characters")),
   // The URL people reach the console at. An https:// URL makes the session cookie Secure.
   KEYWARD_PUBLIC_URL: optionalString(z.url({ protocol: /^https?$/, error: "must be an http:// or https:// URL" }).transform((u) => u.replace(/\/+$/, ""))),
   // Signs session cookies; generated once and kept in the database when unset.
   KEYWARD_AUTH_SECRET: optionalString(z.string().min(32, "must be at least 32 characters")),
   // Take the client address from X-Forwarded-For (set by your reverse proxy) instead of the socket.
   KEYWARD_TRUST_PROXY: z.enum(["true", "false", "1", "0", ""]).default("false").transform((v) => v === "true" || v === "1"),
+  // The metrics sampler (lib/metrics/sampler.ts): one sample of the dedup table every this many seconds,
+  // in whole minutes (samples are keyed by minute); 0 turns it off.
+  KEYWARD_SAMPLE_INTERVAL_SECONDS: z.coerce
+    .number()
+    .int()
+    .min(0)
+    .max(3600)
+    .refine((s) => s % 60 === 0, "must be 0 (off) or whole minutes: 60, 120, … 3600")
+    .default(60),
   KEYWARD_OIDC_ISSUER: optionalString(z.url({ protocol: /^https?$/, error: "must be the issuer's http(s) URL" })),
   KEYWARD_OIDC_CLIENT_ID: optionalString(z.string()),
   KEYWARD_OIDC_CLIENT_SECRET: optionalString(z.string()),
@@ -42,6 +59,9 @@ const envSchema = z.object({
   KEYWARD_OIDC_ADMINS: optionalString(z.string()),
   KEYWARD_OIDC_OPERATORS: optionalString(z.string()),
   KEYWARD_OIDC_VIEWERS: optionalString(z.string()),
+  // How long the audit history is kept, in days (whole months are dropped past it). Never below 90, the
+  // longest TTL a source may have.
+  KEYWARD_AUDIT_RETENTION_DAYS: intFrom(400, 90, 36500),
 });
 
 export type KeywardEnv = z.infer<typeof envSchema>;

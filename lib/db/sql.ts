@@ -43,11 +43,19 @@ export async function query<Row extends object>(
   values: unknown[] = [],
   on: Queryable = pool(),
 ): Promise<Row[]> {
+  return (await run<Row>(sql, values, on)).rows;
+}
+
+/** For a statement whose answer is how many rows it touched (a DELETE batch): that count, no rows sent back. */
+export async function execute(sql: string | PreparedSql, values: unknown[] = [], on: Queryable = pool()): Promise<number> {
+  return (await run<object>(sql, values, on)).rowCount ?? 0;
+}
+
+async function run<Row extends object>(sql: string | PreparedSql, values: unknown[], on: Queryable): Promise<pg.QueryResult<Row>> {
   const config = typeof sql === "string" ? { text: sql, values } : { ...sql, values };
   for (let attempt = 1; ; attempt++) {
     try {
-      const result = await on.query<Row>(config);
-      return result.rows;
+      return await on.query<Row>(config);
     } catch (err) {
       const code = (err as { code?: string }).code;
       if (code && RETRYABLE.has(code) && attempt < MAX_ATTEMPTS && "totalCount" in on) continue;

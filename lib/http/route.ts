@@ -146,6 +146,13 @@ export async function readJson(req: Request, maxBytes = MAX_BODY_BYTES): Promise
   }
 }
 
+/** Like readJson, for routes whose body is optional: a request without Content-Type or body reads as `{}`. */
+export async function readOptionalJson(req: Request, maxBytes = MAX_BODY_BYTES): Promise<unknown> {
+  const length = req.headers.get("content-length");
+  if (!req.headers.has("content-type") && (length === null || length === "0")) return {};
+  return readJson(req, maxBytes);
+}
+
 function tooLarge(maxBytes: number) {
   return new KeywardError(413, "body_too_large", `body exceeds ${maxBytes} bytes`);
 }

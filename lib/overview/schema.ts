@@ -1,8 +1,10 @@
 /**
  * The overview response (GET /api/v1/overview): live figures per source and their totals, read in one
- * statement at one database instant (`asOf`). Shared by the route, the console and the tests.
+ * statement at one database instant (`asOf`), and the metrics sampler's latest sample for what is too
+ * large to count on every refresh. Shared by the route, the console and the tests.
  */
 import { z } from "zod";
+import { metricSampleSchema } from "../metrics/schema";
 
 const count = z.number().int().nonnegative();
 
@@ -19,16 +21,22 @@ export const claimCountsSchema = z.object({
 });
 export type ClaimCounts = z.infer<typeof claimCountsSchema>;
 
-/** dedup_keys by state, at `asOf`. */
+/**
+ * dedup_keys by state, at `asOf`. Alive and expired keys are counted one by one only up to `countLimit`
+ * rows; null means "more than that, not counted" (the latest sample then has the estimate).
+ */
 export const keyCountsSchema = z.object({
-  /** expires_at > now: still preventing duplicates. */
-  alive: count,
+  /** expires_at > now: still preventing duplicates. null: the table holds more than countLimit keys. */
+  alive: count.nullable(),
   /** Alive and status 'processing': a worker holds the lease. */
   inFlight: count,
   /** In flight but the lease is over: the worker likely died; the next delivery takes the lease over. */
   leaseLapsed: count,
-  /** expires_at <= now but not yet deleted by the pruner. */
-  expired: count,
+  /**
+   * expires_at <= now but not yet deleted by the pruner. null: not counted (per source: the table holds
+   * more than countLimit keys; in the totals: more than countLimit are expired).
+   */
+  expired: count.nullable(),
 });
 export type KeyCounts = z.infer<typeof keyCountsSchema>;
 
@@ -56,6 +64,10 @@ export const overviewSchema = z.object({
   asOf: z.iso.datetime(),
   /** Start of the oldest minute bucket counted in `lastHour` (the current, partial minute is the newest). */
   lastHourSince: z.iso.datetime(),
+  /** The most keys counted one by one on a refresh; past it `alive` and per-source `expired` are null. */
+  countLimit: count,
+  /** The sampler's newest sample (sizes, row estimate, backlog), or null before the first one. */
+  latestSample: metricSampleSchema.nullable(),
   totals: z.object({ sources: count, keys: keyCountsSchema, lastHour: claimCountsSchema }),
   /** One entry per configured source, by name. */
   sources: z.array(sourceOverviewSchema),

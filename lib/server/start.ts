@@ -12,9 +12,11 @@ import { migrate } from "../db/migrate";
 import { closeDb } from "../db/client";
 import { query } from "../db/sql";
 import { flushClaimCounts } from "../metrics/claim-counts";
+import { scheduleMetricsSampler } from "../metrics/sampler";
 import { buildIfNeeded, ensureGeneratedClient, ROOT } from "./build";
 import { matchFastRoute, serveFast } from "./fast-routes";
-import { ensureAuditPartitions, scheduleAuditPartitions } from "../audit/partitions";
+import { dropExpiredAuditPartitions, ensureAuditPartitions, scheduleAuditPartitions } from "../audit/partitions";
+import { schedulePruning } from "../retention/schedule";
 import { pageHeaders } from "../http/headers";
 
 export async function startServer(options: { build?: boolean } = {}): Promise<void> {
@@ -28,6 +30,8 @@ export async function startServer(options: { build?: boolean } = {}): Promise<vo
     const applied = await migrate(database.url);
     console.log(applied.length ? `[keyward] applied migrations: ${applied.join(", ")}` : "[keyward] database schema is up to date");
     await ensureAuditPartitions();
+    const dropped = await dropExpiredAuditPartitions();
+    if (dropped.length) console.log(`[keyward] dropped audit months past retention: ${dropped.join(", ")}`);
   } catch (err) {
     console.error(`[keyward] cannot start: ${(err as Error).message}`);
     await database.close();
@@ -73,6 +77,8 @@ export async function startServer(options: { build?: boolean } = {}): Promise<vo
   const port = typeof address === "object" && address ? address.port : env.PORT;
   console.log(`[keyward] console and API on http://${env.HOSTNAME}:${port}`);
   const stopPartitions = scheduleAuditPartitions((msg) => console.error(`[keyward] ${msg}`));
+  const stopSampler = scheduleMetricsSampler((msg) => console.error(`[keyward] ${msg}`));
+  const stopPruning = schedulePruning((msg) => console.error(`[keyward] ${msg}`));
   await printFirstStartHints();
 
   let stopping = false;
@@ -81,12 +87,16 @@ export async function startServer(options: { build?: boolean } = {}): Promise<vo
     stopping = true;
     console.log(`[keyward] ${signal}: shutting down`);
     stopPartitions();
+    const samplerStopped = stopSampler();
+    const pruningStopped = stopPruning();
     // Let requests in flight finish (a committed claim must get its answer), then cut what is left.
     const closed = new Promise((r) => server.close(r));
     server.closeIdleConnections();
     const drained = await Promise.race([closed.then(() => true), new Promise((r) => setTimeout(() => r(false), 10_000))]);
     if (!drained) server.closeAllConnections();
+    await pruningStopped; // a run in progress ends after its current batch, before the pool closes
     await flushClaimCounts().catch(() => {});
+    await samplerStopped; // a sample in progress commits or rolls back before the pool closes
     await closeDb();
     await database.close();
     process.exit(0);

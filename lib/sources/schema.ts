@@ -1,6 +1,8 @@
 /** Source (sender) schemas: TTL = retry window + queue lag + clock skew + replay margin, finite. */
 import { z } from "zod";
 import { sourceName } from "../claims/schema";
+import { KeywardError } from "../errors";
+import { findPreset, PRESETS } from "../retention/presets";
 
 export const MAX_TTL_SECONDS = 90 * 86400;
 
@@ -14,13 +16,99 @@ export const sourceParts = z.strictObject({
   replaySeconds: part("replaySeconds"),
 });
 
-export const createSourceRequest = sourceParts
-  .extend({ name: sourceName })
-  .refine((s) => ttlOf(s) <= MAX_TTL_SECONDS, {
+const PART_NAMES = ["retryWindowSeconds", "queueLagSeconds", "clockSkewSeconds", "replaySeconds"] as const;
+
+export const presetName = z.enum(PRESETS.map((x) => x.name) as [string, ...string[]], {
+  error: `must be one of ${PRESETS.map((x) => x.name).join(", ")}`,
+});
+
+export const deadLetterRetention = z
+  .number()
+  .int("deadLetterRetentionSeconds must be a whole number of seconds")
+  .min(1, "deadLetterRetentionSeconds must be at least 1 second")
+  .max(365 * 86400, "deadLetterRetentionSeconds must be at most 365 days")
+  .nullable();
+
+const withinMaxTtl = <T extends z.infer<typeof sourceParts>>(s: z.ZodType<T>) =>
+  s.refine((v) => ttlOf(v) <= MAX_TTL_SECONDS, {
     message: `TTL (the sum of the four parts) must be at most ${MAX_TTL_SECONDS} seconds (90 days)`,
     path: ["ttlSeconds"],
   });
+
+/**
+ * A new source: a name, and either the four parts or a preset (parts given alongside a preset override
+ * it), optionally its dead-letter retention.
+ */
+export const createSourceRequest = withinMaxTtl(
+  z
+    .strictObject({
+      name: sourceName,
+      preset: presetName.optional(),
+      retryWindowSeconds: sourceParts.shape.retryWindowSeconds.optional(),
+      queueLagSeconds: sourceParts.shape.queueLagSeconds.optional(),
+      clockSkewSeconds: sourceParts.shape.clockSkewSeconds.optional(),
+      replaySeconds: sourceParts.shape.replaySeconds.optional(),
+      deadLetterRetentionSeconds: deadLetterRetention.optional(),
+    })
+    .transform((v, ctx) => {
+      const preset = v.preset ? findPreset(v.preset) : undefined;
+      const parts = { ...preset?.parts };
+      for (const k of PART_NAMES) if (v[k] !== undefined) parts[k] = v[k];
+      const missing = PART_NAMES.filter((k) => parts[k] === undefined);
+      for (const k of missing) ctx.addIssue({ code: "custom", path: [k], message: `${k} is required (or choose a preset)` });
+      if (missing.length) return z.NEVER;
+      const full = parts as z.infer<typeof sourceParts>;
+      const matchesPreset = preset && PART_NAMES.every((k) => preset.parts[k] === full[k]);
+      return {
+        name: v.name,
+        ...full,
+        preset: matchesPreset ? preset.name : null,
+        deadLetterRetentionSeconds: v.deadLetterRetentionSeconds ?? null,
+      };
+    }),
+);
 export type CreateSourceRequest = z.input<typeof createSourceRequest>;
+
+/** A change to a source: a preset, any of the parts, and/or the dead-letter retention (null clears it). */
+export const updateSourceRequest = z
+  .strictObject({
+    preset: presetName.optional(),
+    retryWindowSeconds: sourceParts.shape.retryWindowSeconds.optional(),
+    queueLagSeconds: sourceParts.shape.queueLagSeconds.optional(),
+    clockSkewSeconds: sourceParts.shape.clockSkewSeconds.optional(),
+    replaySeconds: sourceParts.shape.replaySeconds.optional(),
+    deadLetterRetentionSeconds: deadLetterRetention.optional(),
+  })
+  .refine((v) => Object.keys(v).length > 0, "send at least one of preset, the four parts, deadLetterRetentionSeconds");
+export type UpdateSourceRequest = z.input<typeof updateSourceRequest>;
+
+/** Applies an update to the current parts: the merged parts, and the preset they still match (or null). */
+export function applySourceUpdate(
+  current: z.infer<typeof sourceParts> & { preset: string | null },
+  change: z.infer<typeof updateSourceRequest>,
+): z.infer<typeof sourceParts> & { preset: string | null } {
+  const preset = change.preset ? findPreset(change.preset) : undefined;
+  const parts: z.infer<typeof sourceParts> = {
+    retryWindowSeconds: current.retryWindowSeconds,
+    queueLagSeconds: current.queueLagSeconds,
+    clockSkewSeconds: current.clockSkewSeconds,
+    replaySeconds: current.replaySeconds,
+    ...preset?.parts,
+  };
+  for (const k of PART_NAMES) if (change[k] !== undefined) parts[k] = change[k];
+  const candidate = preset ?? (current.preset ? findPreset(current.preset) : undefined);
+  const still = candidate && PART_NAMES.every((k) => candidate.parts[k] === parts[k]) ? candidate.name : null;
+  return { ...parts, preset: still };
+}
+
+export function checkTtl(parts: z.infer<typeof sourceParts>): void {
+  const { retryWindowSeconds, queueLagSeconds, clockSkewSeconds, replaySeconds } = parts;
+  const r = withinMaxTtl(sourceParts).safeParse({ retryWindowSeconds, queueLagSeconds, clockSkewSeconds, replaySeconds });
+  if (!r.success) {
+    const fields = r.error.issues.map((i) => ({ field: i.path.join(".") || "(body)", message: i.message }));
+    throw new KeywardError(422, "invalid_request", `invalid request: ${fields.map((x) => `${x.field}: ${x.message}`).join("; ")}`, { fields });
+  }
+}
 
 export function ttlOf(p: z.infer<typeof sourceParts>): number {
   return p.retryWindowSeconds + p.queueLagSeconds + p.clockSkewSeconds + p.replaySeconds;
@@ -29,6 +117,8 @@ export function ttlOf(p: z.infer<typeof sourceParts>): number {
 export type SourceInfo = z.infer<typeof sourceParts> & {
   name: string;
   ttlSeconds: number;
+  preset: string | null;
+  deadLetterRetentionSeconds: number | null;
   createdAt: Date;
   updatedAt: Date;
 };

@@ -14,9 +14,13 @@
  * each scenario's slice is compared with the two baseline slices around it. The order of the scenarios
  * rotates from cycle to cycle; the published ratio is the median over cycles.
  *
+ * Then pruning (test/bench/prune.ts): the library's prune rows/s against a raw pg loop of the same
+ * statement, and claim latency during a prune against idle.
+ *
  * Knobs (environment): BENCH_CYCLES (6), BENCH_SLICE_MS (250 for single claims; batches of 100 get
  * 1.5×, of 1000 3×, so that long requests still complete a few times), BENCH_WARM_MS (200),
- * BENCH_OUT (docs/benchmarks.md; "-" to skip writing).
+ * BENCH_OUT (docs/benchmarks.md; "-" to skip writing), BENCH_PARTS ("claims,prune"; "prune" alone
+ * replaces only the Pruning section of the existing report), and prune.ts's BENCH_PRUNE_* knobs.
  */
 import { execSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
@@ -37,6 +41,8 @@ import { ensureBuild, startServer, type RunningServer } from "./server";
 import { buildBlocks, claimParams, newEventId, type BenchContext, type Block, type Cell } from "./scenarios";
 import { eventsPerSec, median, rotate, summarise, type Paired, type RoundSample } from "./stats";
 import { aimLines, costSplit, markdownReport, textTable, type Aim, type Machine, type Row } from "./report";
+import { benchPruning, pruneMarkdown, pruneText, spliceSection } from "./prune";
+import { readFileSync } from "node:fs";
 
 import { cliPrincipal } from "../../lib/auth/principal";
 
@@ -56,6 +62,8 @@ const OUT = process.env.BENCH_OUT ?? path.join(ROOT, "docs", "benchmarks.md");
 const CONCURRENCY = [1, 8];
 const BATCH_SIZES = [100, 1000];
 const DUPLICATE_POOL = 20_000;
+const PARTS = new Set((process.env.BENCH_PARTS ?? "claims,prune").split(",").map((p) => p.trim()));
+for (const p of PARTS) if (p !== "claims" && p !== "prune") throw new Error(`BENCH_PARTS: unknown part "${p}" (claims, prune)`);
 
 const cleanups: (() => Promise<unknown> | void)[] = [];
 let cleaning: Promise<void> | undefined;
@@ -173,7 +181,7 @@ function aimsOf(rows: Row[]): Aim[] {
 }
 
 async function main(): Promise<void> {
-  ensureBuild();
+  if (PARTS.has("claims")) ensureBuild(); // the HTTP scenarios serve the production build
 
   const dbName = `keyward_bench_${Date.now()}_${randomBytes(3).toString("hex")}`;
   await adminQuery(`CREATE DATABASE "${dbName}"`);
@@ -206,6 +214,47 @@ async function main(): Promise<void> {
   }, ACTOR);
   const apiKey = await createApiKey({ name: "bench", scopes: ["claims:write"] }, ACTOR);
 
+  const claimsDoc = PARTS.has("claims")
+    ? await benchClaims({ databaseUrl, rawPool, controlPool, newPool, extraPools, source, apiKey: apiKey.key, poolMax })
+    : undefined;
+  if (PARTS.has("prune")) {
+    const setup = newPool();
+    extraPools.add(setup);
+    const pruning = await benchPruning(setup, databaseUrl, log);
+    console.log(`\n${pruneText(pruning)}\nAims:\n  ${aimLines(pruning.aims).join("\n  ")}`);
+    if (OUT !== "-") {
+      const when = `${new Date().toISOString().replace(/\.\d+Z$/, "Z")} (commit ${commitOf()}, load average ${os.loadavg().map((l) => l.toFixed(2)).join(", ")} at the end)`;
+      const doc = claimsDoc ?? readFileSync(OUT, "utf8");
+      writeFileSync(OUT, spliceSection(doc, pruneMarkdown(pruning, when)));
+      log(`wrote ${path.relative(process.cwd(), OUT)}${claimsDoc ? "" : " (Pruning section only)"}`);
+    }
+  } else if (claimsDoc !== undefined && OUT !== "-") {
+    writeFileSync(OUT, claimsDoc);
+    log(`wrote ${path.relative(process.cwd(), OUT)}`);
+  }
+}
+
+function commitOf(): string {
+  try {
+    return execSync("git rev-parse --short HEAD", { cwd: ROOT, encoding: "utf8" }).trim();
+  } catch {
+    return "unknown";
+  }
+}
+
+/** The claim benchmark: the server, the interleaved measurement, the table. Returns the report's text. */
+async function benchClaims(args: {
+  databaseUrl: string;
+  rawPool: pg.Pool;
+  controlPool: pg.Pool;
+  newPool: () => pg.Pool;
+  extraPools: Set<pg.Pool>;
+  source: { name: string; ttlSeconds: number };
+  apiKey: string;
+  poolMax: number;
+}): Promise<string> {
+  const { databaseUrl, rawPool, controlPool, newPool, extraPools, source, poolMax } = args;
+  const apiKey = { key: args.apiKey };
   log("starting the server (node bin/keyward.cjs start --no-build)");
   let server: RunningServer | undefined;
   const serverStarting = startServer(databaseUrl).then((s) => {
@@ -294,22 +343,18 @@ async function main(): Promise<void> {
   console.log(textTable(split, "req/s"));
   for (const n of CONCURRENCY) console.log(`\nat ${n} client${n > 1 ? "s" : ""}:\n  ${splitLines[n].join("\n  ")}`);
   console.log(`\nAims:\n  ${aimLines(aims).join("\n  ")}`);
+  // The server prunes on its own schedule: it must be gone before the pruning part measures.
+  await server?.stop();
 
-  if (OUT !== "-") {
-    writeFileSync(
-      OUT,
-      markdownReport({
-        machine: mach,
-        config: { cycles: CYCLES, sliceMs: SLICE_MS, poolMax, totalSeconds },
-        main: mainRows,
-        driver: driverRows,
-        split,
-        splitLines,
-        aims,
-      }),
-    );
-    log(`wrote ${path.relative(process.cwd(), OUT)}`);
-  }
+  return markdownReport({
+    machine: mach,
+    config: { cycles: CYCLES, sliceMs: SLICE_MS, poolMax, totalSeconds },
+    main: mainRows,
+    driver: driverRows,
+    split,
+    splitLines,
+    aims,
+  });
 }
 
 let interrupted = false;

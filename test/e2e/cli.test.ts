@@ -38,7 +38,8 @@ describe("keyward source", { timeout: CLI_TEST_TIMEOUT_MS }, () => {
   it("create: TTL = the sum of the four durations, stored and printed", async () => {
     const name = uniq("cli");
     const r = await keyward("source", "create", name, "--retry-window", "3d", "--queue-lag", "1d", "--clock-skew", "5m", "--replay", "2d12h");
-    expect(r.stderr).toBe("");
+    // A 3-day retry window calls for at least 7 days: created, with the invariant check's warning.
+    expect(r.stderr.trim()).toBe("warning: TTL 6d12h5m is below the floor of 7d the design sets for a 3d retry window: late retries and replays may be processed twice");
     expect(r.code).toBe(0);
     const ttl = 3 * 86400 + 86400 + 300 + 2 * 86400 + 12 * 3600;
     expect(r.stdout).toContain(`created source ${name}: TTL 6d12h5m (${ttl} s)`);
@@ -62,6 +63,20 @@ describe("keyward source", { timeout: CLI_TEST_TIMEOUT_MS }, () => {
     expect(table.stdout.split("\n")[0]).toMatch(/^NAME\s+TTL\s+RETRY WINDOW/);
     const listed = (JSON.parse(json.stdout) as { name: string; ttlSeconds: number }[]).find((s) => s.name === name);
     expect(listed?.ttlSeconds).toBe(ttl);
+  });
+
+  it("create --preset fills the parts, prints no warning, and update/extend change the TTL for new claims", async () => {
+    const name = uniq("cli");
+    const created = await keyward("source", "create", name, "--preset", "stripe");
+    expect(created.stderr).toBe("");
+    expect(created.stdout).toContain(`created source ${name}: TTL 7d (604800 s), preset stripe`);
+    const updated = await keyward("source", "update", name, "--dead-letter-retention", "30d");
+    expect(updated.code).toBe(0);
+    expect(updated.stderr).toMatch(/^warning: dead letters are kept 30d/m);
+    const extended = await keyward("source", "extend", name);
+    expect(extended.stdout).toContain(`extended 0 live keys of ${name} to TTL 7d`);
+    const presets = await keyward("source", "presets");
+    expect(presets.stdout).toMatch(/^stripe\s+7d\s+3d\s+1d\s+5m/m);
   });
 
   it("a bad duration → non-zero exit, the reason on stderr, nothing created", async () => {

@@ -70,10 +70,10 @@ describe("keyward start on the embedded database", () => {
       expect(owner.pid).toBe(server.child.pid);
       expect(owner.port).toBeGreaterThan(0);
 
-      const src = await keyward("source", "create", "emb-e2e", "--retry-window", "1d", "--queue-lag", "1h", "--clock-skew", "5m", "--replay", "1d");
+      const src = await keyward("source", "create", "emb-e2e", "--retry-window", "1d", "--queue-lag", "1d", "--clock-skew", "5m", "--replay", "1d");
       expect(src.stderr).toBe("");
       expect(src.code).toBe(0);
-      expect(src.stdout).toContain("created source emb-e2e: TTL 2d1h5m");
+      expect(src.stdout).toContain("created source emb-e2e: TTL 3d5m");
       const created = await keyward("apikey", "create", "--name", "e2e", "--scopes", "claims:write");
       expect(created.code).toBe(0);
       const key = created.stdout.trim();
@@ -88,7 +88,7 @@ describe("keyward start on the embedded database", () => {
       expect(first.status).toBe(201);
       expect(first.body.outcome).toBe("claimed");
       const ttlMs = Date.parse(first.body.expiresAt) - Date.parse(first.body.firstSeenAt);
-      expect(ttlMs).toBe((2 * 86400 + 3600 + 300) * 1000);
+      expect(ttlMs).toBe((3 * 86400 + 300) * 1000);
       const dup = await claimOverHttp(key, event);
       expect(dup.status).toBe(200);
       expect(dup.body).toMatchObject({ outcome: "duplicate", duplicateCount: 1 });
@@ -117,7 +117,7 @@ describe("keyward start on the embedded database", () => {
       // With no server running, the CLI opens the data directory itself, and hands it back when done.
       const listed = await keyward("source", "list");
       expect(listed.code).toBe(0);
-      expect(listed.stdout).toMatch(/^emb-e2e\s+2d1h5m/m);
+      expect(listed.stdout).toMatch(/^emb-e2e\s+3d5m/m);
       expect(existsSync(path.join(dataDir, "owner.json"))).toBe(false);
 
       // Start again on the same data directory: the key is still there.

@@ -25,6 +25,7 @@ const PUBLIC_ROUTES: Record<string, string> = {
   "POST /api/v1/session": "signing in",
   "GET /api/auth/[...all]": "the OIDC provider's redirect back",
   "POST /api/auth/[...all]": "starting single sign-on",
+  "POST /api/v1/maintenance/prune/external": "external schedulers authenticate with KEYWARD_MAINTENANCE_SECRET, not a session or key",
 };
 
 /** Calls that end the caller's own session: they get fresh sessions so the others keep theirs. */
@@ -36,6 +37,7 @@ const ALL_HANDLER_EXPORTS = [...HTTP_METHODS, "HEAD", "OPTIONS"];
 
 const SAMPLE_SEGMENTS: Record<string, string> = {
   "[source]": "matrix-no-such-source",
+  "[name]": "matrix-no-such-source",
   "[eventId]": "evt-matrix-1",
   "[username]": "matrix-nobody",
   "[id]": "matrix-no-such-key",

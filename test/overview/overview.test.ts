@@ -1,12 +1,14 @@
 /**
  * getOverview against a real PostgreSQL: key states by the database clock, the last hour of
- * claim_counts, per-source rows and totals. Other test files share the database, so every assertion is
- * about this file's own sources, or about consistency of the whole response.
+ * claim_counts, per-source rows and totals, the bound on what is counted one by one, and the latest
+ * metrics sample. Other test files share the database, so every assertion is about this file's own
+ * sources, or about consistency of the whole response.
  */
 import { beforeAll, describe, expect, it } from "vitest";
 import { claimEvent } from "../../lib/claims/claim";
 import { prisma } from "../../lib/db/client";
 import { flushClaimCounts } from "../../lib/metrics/claim-counts";
+import { takeSample } from "../../lib/metrics/sampler";
 import { getOverview } from "../../lib/overview/overview";
 import { overviewSchema, type Overview, type SourceOverview } from "../../lib/overview/schema";
 import { GET } from "../../app/api/v1/overview/route";
@@ -73,7 +75,9 @@ describe("getOverview", () => {
     );
 
     [{ now: before }] = await sql<{ now: Date }>("SELECT now()");
-    overview = await getOverview();
+    // Other test files share the table and may fill it past the default count limit (then alive and
+    // expired are left uncounted, tested below): this reading counts everything.
+    overview = await getOverview(undefined, { countLimit: 10_000_000 });
     [{ now: after }] = await sql<{ now: Date }>("SELECT now()");
   });
 
@@ -117,10 +121,58 @@ describe("getOverview", () => {
     expect(names).toEqual([...names].sort());
     expect(names.some((n) => n.startsWith("ov-deleted"))).toBe(false);
     expect(overview.totals.sources).toBe(overview.sources.length);
-    const alive = overview.sources.reduce((n, s) => n + s.keys.alive, 0);
+    // Below the count limit every figure is counted.
+    expect(overview.sources.every((s) => s.keys.alive !== null && s.keys.expired !== null)).toBe(true);
+    const alive = overview.sources.reduce((n, s) => n + s.keys.alive!, 0);
     const duplicates = overview.sources.reduce((n, s) => n + s.lastHour.duplicate, 0);
     expect(overview.totals.keys.alive).toBe(alive);
     expect(overview.totals.lastHour.duplicate).toBe(duplicates);
+  });
+});
+
+describe("getOverview on a table larger than it counts", () => {
+  it("leaves alive and expired uncounted (null) past the limit; leases are still counted through their index", async () => {
+    const source = await makeSource(3600, uniq("ov-big"));
+    expect((await claimEvent({ source, eventId: "leased", eventType: "t", leaseSeconds: 600 })).outcome).toBe("claimed");
+    await sql(
+      `INSERT INTO dedup_keys (source, event_id, event_type, status, claim_token, claim_kind, expires_at)
+       VALUES ($1, 'old', 't', 'done', gen_random_uuid(), 'claimed', now() - interval '1 second')`,
+      [source],
+    );
+    // A limit of 0: any stored key is "more than the limit".
+    const o = await getOverview(undefined, { countLimit: 0 });
+    expect(overviewSchema.safeParse(o).success).toBe(true);
+    expect(o.countLimit).toBe(0);
+    expect(sourceIn(o, source).keys).toEqual({ alive: null, inFlight: 1, leaseLapsed: 0, expired: null });
+    expect(o.totals.keys.alive).toBeNull();
+    expect(o.totals.keys.expired).toBeNull();
+  });
+
+  it("still counts expired keys in total through the expires_at index when only per-source counts are out of reach", async () => {
+    // More alive keys than expired ones, and a limit just under the alive count: the table is "too big"
+    // to count per source (claims only add alive keys meanwhile), while the expired total fits.
+    const source = await makeSource(3600, uniq("ov-tot"));
+    const [{ expired }] = await sql<{ expired: number }>("SELECT count(*) AS expired FROM dedup_keys WHERE expires_at <= now()");
+    await sql(
+      `INSERT INTO dedup_keys (source, event_id, event_type, status, claim_token, claim_kind, expires_at)
+       SELECT $1, 'alive-' || i, 't', 'done', gen_random_uuid(), 'claimed', now() + interval '1 hour' FROM generate_series(1, $2) i`,
+      [source, expired + 100],
+    );
+    const [{ alive }] = await sql<{ alive: number }>("SELECT count(*) AS alive FROM dedup_keys WHERE expires_at > now()");
+    const o = await getOverview(undefined, { countLimit: alive - 1 });
+    expect(o.totals.keys.alive).toBeNull();
+    expect(sourceIn(o, source).keys.expired).toBeNull();
+    expect(o.totals.keys.expired).toEqual(expect.any(Number));
+  });
+
+  it("carries the sampler's newest sample for the estimates", async () => {
+    let taken;
+    do taken = await takeSample();
+    while (taken.outcome === "locked");
+    const o = await getOverview();
+    expect(o.latestSample).not.toBeNull();
+    expect(new Date(o.latestSample!.at).getTime()).toBeGreaterThanOrEqual(taken.at.getTime());
+    expect(o.latestSample!.estimatedRows).toBeGreaterThanOrEqual(o.latestSample!.aliveKeys);
   });
 });
 

@@ -5,6 +5,9 @@ import { query } from "../../lib/db/sql";
 import { prisma } from "../../lib/db/client";
 
 process.env.DATABASE_URL = inject("databaseUrl");
+// Test files share this database, and many keep expired-but-not-yet-pruned keys on purpose: no server a
+// test starts may prune it on a schedule (the pruning tests use their own database, setup/private-db.ts).
+process.env.KEYWARD_PRUNE_INTERVAL_SECONDS = "0";
 
 export const uniq = (prefix = "t") => `${prefix}-${randomBytes(4).toString("hex")}`;
 

@@ -1,7 +1,7 @@
 /**
  * GET /api/v1/overview — live figures per source (keys alive / in flight / expired, claim outcomes of the
- * last hour), read at one database instant (`asOf`). Callers: scope read (operator implies it), and the
- * console's own pages without an API key. Response: lib/overview/schema.ts.
+ * last hour), read at one database instant (`asOf`), with the metrics sampler's latest sample. Callers:
+ * scope read (operator implies it), and the console's signed-in users. Response: lib/overview/schema.ts.
  */
 import { getOverview } from "@/lib/overview/overview";
 import { json, route } from "@/lib/http/route";

@@ -1,11 +1,13 @@
 /**
- * GET /api/v1/sources — sources with their TTL parts (viewers and up). POST — create one:
- * { name, retryWindowSeconds, queueLagSeconds, clockSkewSeconds, replaySeconds } (admins only).
+ * GET /api/v1/sources — every source with its TTL parts, preset, dead-letter retention, invariant checks
+ * and projected steady-state size (viewers and up). POST — create one (admins): `{ name, preset? ,
+ * retryWindowSeconds?, queueLagSeconds?, clockSkewSeconds?, replaySeconds?, deadLetterRetentionSeconds? }`
+ * (the four parts, or a preset; parts given with a preset override it).
  */
-import { createSource, listSources } from "@/lib/sources/sources";
+import { createSource, sourceReports } from "@/lib/sources/sources";
 import { json, readJson, route } from "@/lib/http/route";
 
-export const GET = route(async () => json({ sources: await listSources() }), { allow: ["read"] });
+export const GET = route(async () => json({ sources: await sourceReports() }), { allow: ["read"] });
 
 export const POST = route(
   async ({ req, principal }) => json(await createSource((await readJson(req, 4096)) as never, principal), 201),

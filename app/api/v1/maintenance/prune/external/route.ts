@@ -1,0 +1,22 @@
+/**
+ * POST /api/v1/maintenance/prune/external — the same bounded pruning run as POST
+ * /api/v1/maintenance/prune, for an external scheduler (cron, a Kubernetes CronJob) that authenticates
+ * with `X-Keyward-Maintenance-Secret: $KEYWARD_MAINTENANCE_SECRET` instead of a person or an API key.
+ * 404 while no secret is configured, 401 for a missing or wrong one. Optional body
+ * { batchSize?, pauseMs?, budgetMs? }. Recorded in prune_runs (trigger `external`), not in the operator
+ * action log: a scheduler calling every minute would fill it.
+ */
+import { assertMaintenanceSecret } from "@/lib/auth/maintenance-secret";
+import { pruneExpiredKeys } from "@/lib/retention/prune";
+import { pruneRequest } from "@/lib/retention/prune-schema";
+import { parseOrThrow } from "@/lib/http/validate";
+import { json, readOptionalJson, route } from "@/lib/http/route";
+
+export const POST = route(
+  async ({ req }) => {
+    assertMaintenanceSecret(req.headers);
+    const options = parseOrThrow(pruneRequest, await readOptionalJson(req, 4096));
+    return json(await pruneExpiredKeys({ ...options, trigger: "external", actor: "external" }));
+  },
+  { public: "external schedulers authenticate with KEYWARD_MAINTENANCE_SECRET" },
+);

@@ -1,0 +1,18 @@
+/**
+ * GET /api/v1/metrics?from&to — the metrics history for the Overview's charts: the sampler's samples of
+ * the dedup table and the pruner's runs between two ISO timestamps (default: the last 24 hours; at most
+ * 31 days; long ranges come bucketed, `step` says how coarse). Callers: scope read (and the console).
+ * Response: lib/metrics/schema.ts.
+ */
+import { getMetricsHistory } from "@/lib/metrics/history";
+import { metricsQuery } from "@/lib/metrics/schema";
+import { json, route } from "@/lib/http/route";
+import { parseOrThrow } from "@/lib/http/validate";
+
+export const GET = route(
+  async ({ req }) => {
+    const q = parseOrThrow(metricsQuery, Object.fromEntries(new URL(req.url).searchParams));
+    return json(await getMetricsHistory(q));
+  },
+  { allow: ["read"] },
+);

@@ -1,0 +1,7 @@
+/** GET /api/v1/presets — the TTL presets (parts, TTL, what each assumes and where that comes from). */
+import { PRESETS, ttlOfParts } from "@/lib/retention/presets";
+import { json, route } from "@/lib/http/route";
+
+export const GET = route(async () => json({ presets: PRESETS.map((p) => ({ ...p, ttlSeconds: ttlOfParts(p.parts) })) }), {
+  allow: ["read"],
+});

@@ -1,0 +1,218 @@
+/**
+ * Chart preparation for the Overview's metrics (no React, no recharts): samples laid on a regular time
+ * grid with gaps kept as gaps, prune runs as points, axis ticks, and the units the charts speak.
+ * Pure; the components in MetricsCharts.tsx only render what these return.
+ */
+import type { MetricSample, MetricsResponse, PruneRunPoint } from "@/lib/metrics/schema";
+
+/** The grid gets no more slots than this, whatever a response claims (a guard, not a target). */
+export const MAX_SLOTS = 5000;
+
+type Numeric = "tableBytes" | "indexBytes" | "estimatedRows" | "aliveKeys" | "expiryBacklog" | "inFlight" | "claims" | "duplicates";
+
+/**
+ * One slot of the grid. A slot no sample fell into has null values: recharts then breaks the line
+ * there (connectNulls={false}) instead of drawing a dip to zero that never happened.
+ */
+export type SamplePoint = { t: number; backlogCapped: boolean | null; isolated: boolean } & Record<Numeric, number | null>;
+
+/**
+ * How samples that land in one slot are merged (the server already buckets long ranges the same way;
+ * this only matters when a slot receives more than one): sizes and rows average, peaks are kept for
+ * backlog and in-flight, counts of events add up.
+ */
+const MERGE: Record<Numeric, "avg" | "max" | "sum"> = {
+  tableBytes: "avg",
+  indexBytes: "avg",
+  estimatedRows: "avg",
+  aliveKeys: "avg",
+  expiryBacklog: "max",
+  inFlight: "max",
+  claims: "sum",
+  duplicates: "sum",
+};
+const NUMERIC = Object.keys(MERGE) as Numeric[];
+
+/** The start of the slot of `stepMs` that holds instant `t` (slots start on multiples since the epoch). */
+export function slotOf(t: number, stepMs: number): number {
+  return Math.floor(t / stepMs) * stepMs;
+}
+
+/** Every slot from `from` to `to`, each with its sample(s) or with nulls. */
+export function sampleSeries(res: Pick<MetricsResponse, "from" | "to" | "step" | "samples">): SamplePoint[] {
+  const stepMs = res.step * 1000;
+  const first = slotOf(Date.parse(res.from), stepMs);
+  const last = slotOf(Date.parse(res.to), stepMs);
+  const slots = Math.min(MAX_SLOTS, Math.max(0, Math.floor((last - first) / stepMs) + 1));
+
+  const groups: MetricSample[][] = Array.from({ length: slots }, () => []);
+  for (const s of res.samples) {
+    const i = Math.floor((Date.parse(s.at) - first) / stepMs);
+    if (i >= 0 && i < slots) groups[i].push(s);
+  }
+  const points = groups.map((group, i) => toPoint(first + i * stepMs, group));
+  return points.map((p, i) => ({
+    ...p,
+    isolated: p.tableBytes !== null && points[i - 1]?.tableBytes == null && points[i + 1]?.tableBytes == null,
+  }));
+}
+
+function toPoint(t: number, group: MetricSample[]): SamplePoint {
+  const point = { t, backlogCapped: group.length ? group.some((s) => s.backlogCapped) : null, isolated: false } as SamplePoint;
+  for (const key of NUMERIC) {
+    if (group.length === 0) {
+      point[key] = null;
+      continue;
+    }
+    const values = group.map((s) => s[key]);
+    const how = MERGE[key];
+    point[key] =
+      how === "max" ? Math.max(...values) : how === "sum" ? values.reduce((a, b) => a + b, 0) : Math.round(values.reduce((a, b) => a + b, 0) / values.length);
+  }
+  return point;
+}
+
+/** One bar per prune run (or per bucket of runs): rows deleted, and rows per second on the second axis. */
+export type RunPoint = { t: number; rows: number; rowsPerSecond: number | null; batches: number; runs: number; stopped: string | null };
+
+export function runSeries(runs: readonly PruneRunPoint[]): RunPoint[] {
+  return runs
+    .map((r) => ({ t: Date.parse(r.startedAt), rows: r.rows, rowsPerSecond: r.rowsPerSecond, batches: r.batches, runs: r.runs, stopped: r.stopped }))
+    .sort((a, b) => a.t - b.t);
+}
+
+/** Whether a series has anything to draw. */
+export function hasValues<P>(points: readonly P[], key: keyof P): boolean {
+  return points.some((p) => p[key] !== null && p[key] !== undefined);
+}
+
+/** The newest non-null value of a series, or null. */
+export function latestOf<P>(points: readonly P[], key: keyof P): number | null {
+  for (let i = points.length - 1; i >= 0; i--) {
+    const v = points[i][key];
+    if (typeof v === "number") return v;
+  }
+  return null;
+}
+
+/** The largest value of a series, or null when it has none. */
+export function peakOf<P>(points: readonly P[], key: keyof P): number | null {
+  let peak: number | null = null;
+  for (const p of points) {
+    const v = p[key];
+    if (typeof v === "number" && (peak === null || v > peak)) peak = v;
+  }
+  return peak;
+}
+
+/** Tick spacing per range: 10 min over an hour, 3 h over a day, a day over a week, 5 days over a month. */
+function tickStepMs(rangeMs: number): number {
+  const hour = 3600_000;
+  if (rangeMs <= 2 * hour) return 10 * 60_000;
+  if (rangeMs <= 36 * hour) return 3 * hour;
+  if (rangeMs <= 8 * 24 * hour) return 24 * hour;
+  return 5 * 24 * hour;
+}
+
+/**
+ * Round-time ticks inside [from, to]: multiples of the tick spacing in local time, given the zone's
+ * offset from UTC in minutes as Date#getTimezoneOffset reports it (a DST change inside the range shifts
+ * later ticks by the hour, which an axis can live with).
+ */
+export function timeTicks(from: number, to: number, tzOffsetMinutes = new Date(from).getTimezoneOffset()): number[] {
+  const step = tickStepMs(to - from);
+  const shift = -tzOffsetMinutes * 60_000; // local = UTC + shift
+  const ticks: number[] = [];
+  for (let t = Math.ceil((from + shift) / step) * step - shift; t <= to; t += step) ticks.push(t);
+  return ticks;
+}
+
+/** An axis label: the clock time for ranges up to a day and a half, the date for longer ones. */
+export function formatAxisTime(t: number, rangeMs: number, timeZone?: string): string {
+  if (rangeMs <= 36 * 3600_000) {
+    return new Date(t).toLocaleTimeString("en-GB", { hour: "2-digit", minute: "2-digit", timeZone });
+  }
+  return new Date(t).toLocaleDateString("en-GB", { day: "numeric", month: "short", timeZone });
+}
+
+/** A tooltip's time: "2 Dec, 14:05". */
+export function formatPointTime(t: number, timeZone?: string): string {
+  const d = new Date(t);
+  const day = d.toLocaleDateString("en-GB", { day: "numeric", month: "short", timeZone });
+  const time = d.toLocaleTimeString("en-GB", { hour: "2-digit", minute: "2-digit", timeZone });
+  return `${day}, ${time}`;
+}
+
+/** Three significant digits, trailing zeros dropped: 1.50 → "1.5", 123.4 → "123". */
+function sig3(n: number): string {
+  return String(Number(n.toPrecision(3)));
+}
+
+const BYTE_UNITS = ["B", "KiB", "MiB", "GiB", "TiB", "PiB"];
+
+/** Bytes in binary units, three significant digits (four from 1000): 1536 → "1.5 KiB", 5e9 → "4.66 GiB". */
+export function formatBytes(n: number): string {
+  let unit = 0;
+  let v = Math.abs(n);
+  while (v >= 1024 && unit < BYTE_UNITS.length - 1) {
+    v /= 1024;
+    unit++;
+  }
+  // 1023.7 KiB rounds to 1024 KiB: say "1 MiB". From 1000 to 1023 the whole number is shown.
+  if (unit < BYTE_UNITS.length - 1 && Math.round(v) >= 1024) {
+    v /= 1024;
+    unit++;
+  }
+  return `${n < 0 ? "-" : ""}${unit === 0 || v >= 1000 ? Math.round(v) : sig3(v)} ${BYTE_UNITS[unit]}`;
+}
+
+/**
+ * Y-axis ticks for bytes from 0 to at least `max`: round numbers of one binary unit (0, 2, 4, 6, 8 GiB),
+ * which recharts' decimal "nice" ticks are not (7.45 GiB, 5.59 GiB, …).
+ */
+export function byteTicks(max: number, count = 4): number[] {
+  if (!(max > 0)) return [0, 1024];
+  let unit = 1;
+  while (max / unit >= 1024) unit *= 1024;
+  const raw = max / unit / count;
+  const magnitude = 10 ** Math.floor(Math.log10(raw));
+  const step = [1, 2, 2.5, 5, 10].map((m) => m * magnitude).find((s) => s >= raw)! * unit;
+  const ticks = [0];
+  while (ticks[ticks.length - 1] < max) ticks.push(ticks.length * step);
+  return ticks;
+}
+
+const COMPACT: [number, string][] = [
+  [1e12, "T"],
+  [1e9, "B"],
+  [1e6, "M"],
+  [1e3, "k"],
+];
+
+/** A count for an axis or a headline: 999 → "999", 1234 → "1.23k", 9_000_000 → "9M". */
+export function formatCompact(n: number): string {
+  const abs = Math.abs(n);
+  for (let i = 0; i < COMPACT.length; i++) {
+    const [size, suffix] = COMPACT[i];
+    if (abs >= size) {
+      const v = abs / size;
+      // 999,999 rounds to "1000k": say "1M".
+      if (Number(v.toPrecision(3)) >= 1000 && i > 0) return `${n < 0 ? "-" : ""}1${COMPACT[i - 1][1]}`;
+      return `${n < 0 ? "-" : ""}${sig3(v)}${suffix}`;
+    }
+  }
+  return String(Math.round(n * 10) / 10);
+}
+
+/** Rows per second: "12.3k/s". */
+export function formatRate(n: number): string {
+  return `${formatCompact(n)}/s`;
+}
+
+/** A step as people say it: 60 → "1 min", 900 → "15 min", 3600 → "1 h", 86400 → "1 d". */
+export function formatStep(seconds: number): string {
+  if (seconds % 86400 === 0) return `${seconds / 86400} d`;
+  if (seconds % 3600 === 0) return `${seconds / 3600} h`;
+  if (seconds % 60 === 0) return `${seconds / 60} min`;
+  return `${seconds} s`;
+}

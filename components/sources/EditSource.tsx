@@ -1,0 +1,52 @@
+"use client";
+
+import { useMutation, useQueryClient } from "@tanstack/react-query";
+import { formatDuration } from "@/lib/sources/duration";
+import { formFromSource, updateBody } from "./prepare";
+import { sourceKeys, updateSource, type PresetItem, type SourceItem, type SourceSettings } from "./queries";
+import { SourceForm } from "./SourceForm";
+
+/** The edit form of one source (admins), prefilled; a change applies to new claims only. */
+export function EditSource({
+  source,
+  presets,
+  canExtend,
+  onDone,
+}: {
+  source: SourceItem;
+  presets: PresetItem[] | undefined;
+  canExtend: boolean;
+  /** Called with the saved source, or without one on cancel. */
+  onDone: (saved?: SourceSettings) => void;
+}) {
+  const queryClient = useQueryClient();
+  const update = useMutation({
+    mutationFn: (body: Parameters<typeof updateSource>[1]) => updateSource(source.name, body),
+    onSuccess: async (saved) => {
+      await queryClient.invalidateQueries({ queryKey: sourceKeys.all });
+      onDone(saved);
+    },
+  });
+  return (
+    <section className="source-card__edit" aria-label={`Edit ${source.name}`}>
+      <SourceForm
+        mode="edit"
+        initial={formFromSource(source)}
+        presets={presets}
+        check={(state) => updateBody(state, source)}
+        onValid={(body) => update.mutate(body)}
+        pending={update.isPending}
+        serverError={update.error}
+        errorTitle={`${source.name} was not changed`}
+        submitLabel="Save changes"
+        onCancel={() => onDone()}
+      >
+        <p className="note">
+          The new TTL applies to new claims; live keys keep their expiry (now up to {formatDuration(source.ttlSeconds)} from their
+          claim).
+          {canExtend && " To give them the new TTL, use “Extend live keys” afterwards."}
+        </p>
+      </SourceForm>
+    </section>
+  );
+}

@@ -1,0 +1,152 @@
+"use client";
+
+import { useState } from "react";
+import { formatDateTime } from "@/components/ui/format";
+import { formatDuration } from "@/lib/sources/duration";
+import { describeProjection, invariantTitle, summarizeInvariants, ttlEquation } from "./prepare";
+import type { PresetItem, SourceItem, SourceSettings } from "./queries";
+import { EditSource } from "./EditSource";
+import { ExtendLiveKeys } from "./ExtendLiveKeys";
+
+/**
+ * One source: how its TTL is made up, its preset, dead-letter retention, projected size and invariant
+ * checks (flagged when one fails); Edit for admins, Extend live keys for operators.
+ */
+export function SourceCard({
+  source,
+  presets,
+  canEdit,
+  canExtend,
+}: {
+  source: SourceItem;
+  presets: PresetItem[] | undefined;
+  canEdit: boolean;
+  canExtend: boolean;
+}) {
+  const [editing, setEditing] = useState(false);
+  const [saved, setSaved] = useState<string | null>(null);
+  const titleId = `source-${source.name}-title`;
+  const checks = summarizeInvariants(source.invariants);
+  const flagged = checks.failing.length > 0;
+  const done = (s?: SourceSettings) => {
+    setEditing(false);
+    if (s) setSaved(`Saved: TTL ${formatDuration(s.ttlSeconds)} for new claims; live keys keep their expiry.`);
+  };
+  return (
+    <article className={`panel source-card${flagged ? " source-card--flagged" : ""}`} aria-labelledby={titleId}>
+      <header className="source-card__header">
+        <h3 className="source-card__title source-name" id={titleId}>
+          {source.name}
+        </h3>
+        <span className={`status ${flagged ? "status--warn" : "status--ok"}`}>
+          <span aria-hidden="true">{flagged ? "⚠ " : "✓ "}</span>
+          {checks.label}
+        </span>
+        <div className="source-card__actions">
+          {canEdit && !editing && (
+            <button
+              type="button"
+              className="button button--small"
+              aria-label={`Edit ${source.name}`}
+              onClick={() => {
+                setSaved(null);
+                setEditing(true);
+              }}
+            >
+              Edit
+            </button>
+          )}
+          {canExtend && <ExtendLiveKeys source={source} />}
+        </div>
+      </header>
+      <p className="form__status" aria-live="polite">
+        {saved}
+      </p>
+      {editing ? (
+        <EditSource source={source} presets={presets} canExtend={canExtend} onDone={done} />
+      ) : (
+        <SourceFacts source={source} preset={presets?.find((p) => p.name === source.preset)} />
+      )}
+      <h4 className="source-card__subtitle">Checks</h4>
+      <ul className="checks">
+        {source.invariants.map((i) => (
+          <li key={i.id} className={`checks__item checks__item--${i.ok ? "ok" : "warn"}`}>
+            <span className="checks__mark" role="img" aria-label={i.ok ? "ok" : "warning"}>
+              {i.ok ? "✓" : "⚠"}
+            </span>
+            <span>
+              <strong>{invariantTitle(i.id)}</strong>: {i.message}
+            </span>
+          </li>
+        ))}
+      </ul>
+    </article>
+  );
+}
+
+/** The settings and the projection as a definition list. Display only. */
+function SourceFacts({ source, preset }: { source: SourceItem; preset: PresetItem | undefined }) {
+  const projection = describeProjection(source.projection, source.ttlSeconds);
+  return (
+    <dl className="detail-list source-card__facts">
+      <div>
+        <dt>Key TTL</dt>
+        <dd>
+          <span className="mono" title="retry window + queue lag + clock skew + replay margin">
+            {ttlEquation(source)}
+          </span>
+          <div className="muted small">retry window + queue lag + clock skew + replay</div>
+        </dd>
+      </div>
+      <div>
+        <dt>Preset</dt>
+        <dd>
+          {!source.preset ? (
+            <span className="muted">Custom parts</span>
+          ) : preset ? (
+            <details className="preset-cite">
+              <summary title={`${preset.label}. Source: ${preset.source}`}>
+                <code>{preset.name}</code> {preset.label}
+              </summary>
+              <p className="small">Assumes {preset.assumes}.</p>
+              <p className="small muted">Source: {preset.source}</p>
+            </details>
+          ) : (
+            <code>{source.preset}</code>
+          )}
+        </dd>
+      </div>
+      <div>
+        <dt>Dead-letter retention</dt>
+        <dd>
+          {source.deadLetterRetentionSeconds === null ? (
+            <span className="muted">Not set</span>
+          ) : (
+            formatDuration(source.deadLetterRetentionSeconds)
+          )}
+        </dd>
+      </div>
+      <div>
+        <dt>Projected steady state</dt>
+        <dd>
+          <strong>{projection.result}</strong>
+          <div className="muted small" title="recent claim rate (last hour) × TTL × bytes per key">
+            {projection.formula}
+          </div>
+          <div className="muted small">{projection.basis}</div>
+        </dd>
+      </div>
+      <div>
+        <dt>Audit history kept</dt>
+        <dd>{formatDuration(source.auditRetentionSeconds)}</dd>
+      </div>
+      <div>
+        <dt>Changed</dt>
+        <dd>
+          <time dateTime={source.updatedAt}>{formatDateTime(source.updatedAt)}</time>
+          <span className="muted small"> (created {formatDateTime(source.createdAt)})</span>
+        </dd>
+      </div>
+    </dl>
+  );
+}

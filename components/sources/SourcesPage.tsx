@@ -1,0 +1,38 @@
+"use client";
+
+import { useQuery } from "@tanstack/react-query";
+import { useCan } from "@/components/auth/SessionProvider";
+import { CommandBlock } from "@/components/ui/CommandBlock";
+import { ErrorBox } from "@/components/ui/ErrorBox";
+import { PageHeader } from "@/components/ui/PageHeader";
+import { CreateSourceForm } from "./CreateSourceForm";
+import { PresetsPanel } from "./PresetsPanel";
+import { presetsQuery } from "./queries";
+import { SourcesDataTable } from "./SourcesDataTable";
+
+/** Sources for everyone; creating and editing for admins, extending live keys for operators. */
+export function SourcesPage() {
+  const canEdit = useCan("admin");
+  const presets = useQuery(presetsQuery());
+  return (
+    <>
+      <PageHeader
+        title="Sources"
+        description="Each sender of events and how long its dedup keys live: TTL = retry window + queue lag + clock skew + replay."
+      />
+      {canEdit && <CreateSourceForm presets={presets.data} />}
+      <h2 className="section-title">All sources</h2>
+      <SourcesDataTable presets={presets.data} />
+      {presets.data ? (
+        <PresetsPanel presets={presets.data} />
+      ) : (
+        presets.isError && <ErrorBox title="The presets could not be loaded" error={presets.error} />
+      )}
+      <section className="panel">
+        <h2 className="section-title section-title--flush">In a terminal</h2>
+        <CommandBlock command="npx keyward source create stripe-billing --preset stripe --dead-letter-retention 2d" />
+        <CommandBlock command="npx keyward source presets" />
+      </section>
+    </>
+  );
+}

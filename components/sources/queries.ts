@@ -1,0 +1,67 @@
+/** Client side of sources (app/api/v1/sources, app/api/v1/presets): query keys, the queries, and the changes. */
+import { queryOptions } from "@tanstack/react-query";
+import { api, retryUnlessClientError } from "@/components/api";
+import type { Invariant } from "@/lib/retention/invariants";
+import type { Preset, SourceParts } from "@/lib/retention/presets";
+import type { CreateSourceBody, Projection, UpdateSourceBody } from "./prepare";
+
+/** A source's settings as create and update answer (lib/sources/schema.ts SourceInfo, dates as ISO text). */
+export type SourceSettings = SourceParts & {
+  name: string;
+  ttlSeconds: number;
+  preset: string | null;
+  deadLetterRetentionSeconds: number | null;
+  createdAt: string;
+  updatedAt: string;
+};
+
+/** A source as GET /api/v1/sources sends it (lib/sources/sources.ts SourceReport). */
+export type SourceItem = SourceSettings & {
+  auditRetentionSeconds: number;
+  invariants: Invariant[];
+  projection: Projection;
+};
+
+/** A preset as GET /api/v1/presets sends it (lib/retention/presets.ts, with its TTL). */
+export type PresetItem = Preset & { ttlSeconds: number };
+
+export const sourceKeys = {
+  all: ["sources"] as const,
+  list: () => [...sourceKeys.all, "list"] as const,
+  presets: () => [...sourceKeys.all, "presets"] as const,
+};
+
+export function sourcesQuery() {
+  return queryOptions({
+    queryKey: sourceKeys.list(),
+    queryFn: async ({ signal }) => (await api<{ sources: SourceItem[] }>("/api/v1/sources", { signal })).sources,
+    retry: retryUnlessClientError,
+  });
+}
+
+export function presetsQuery() {
+  return queryOptions({
+    queryKey: sourceKeys.presets(),
+    queryFn: async ({ signal }) => (await api<{ presets: PresetItem[] }>("/api/v1/presets", { signal })).presets,
+    retry: retryUnlessClientError,
+    // Presets ship with the server: they change with a deploy, not while a page is open.
+    staleTime: Infinity,
+  });
+}
+
+const sourcePath = (name: string) => `/api/v1/sources/${encodeURIComponent(name)}`;
+
+/** Admins. 409 source_exists; 422 with `details.fields`. */
+export function createSource(body: CreateSourceBody) {
+  return api<SourceSettings>("/api/v1/sources", { method: "POST", body });
+}
+
+/** Admins. The new TTL applies to new claims; live keys keep their expiry (see extendLiveKeys). */
+export function updateSource(name: string, body: UpdateSourceBody) {
+  return api<SourceSettings>(sourcePath(name), { method: "PATCH", body });
+}
+
+/** Operators. Extends live keys to the current TTL, never shortens; recorded in the action log. */
+export function extendLiveKeys(name: string) {
+  return api<{ source: string; ttlSeconds: number; extended: number }>(`${sourcePath(name)}/extend`, { method: "POST", body: {} });
+}

@@ -1,0 +1,56 @@
+/** Pruning's request schemas and answer types, shared by the routes, the CLI, the console and tests. */
+import { z } from "zod";
+
+export const PRUNE_TRIGGERS = ["schedule", "cli", "api", "external"] as const;
+export type PruneTrigger = (typeof PRUNE_TRIGGERS)[number];
+
+/**
+ * Why a run ended: nothing expired was left (a batch came back short), the time budget was spent, a
+ * statement failed, or the server was shutting down.
+ */
+export const PRUNE_STOPS = ["drained", "time_budget", "error", "shutdown"] as const;
+export type PruneStop = (typeof PRUNE_STOPS)[number];
+
+/** The answer when another run (in this or any other instance) holds the pruning lock. */
+export const PRUNE_SKIPPED = "another prune is running";
+
+/** Per-run overrides of KEYWARD_PRUNE_BATCH_SIZE / _PAUSE_MS / _BUDGET_MS (the same bounds). */
+export const pruneRequest = z.strictObject({
+  batchSize: z.number().int().min(1).max(100_000).optional(),
+  pauseMs: z.number().int().min(0).max(60_000).optional(),
+  budgetMs: z.number().int().min(1).max(3_600_000).optional(),
+});
+export type PruneRequest = z.infer<typeof pruneRequest>;
+
+export const listPruneRunsQuery = z.strictObject({
+  limit: z.coerce.number().int().min(1).max(500).default(50),
+});
+export type ListPruneRunsQuery = z.infer<typeof listPruneRunsQuery>;
+
+/** One row of prune_runs as the API answers it. */
+export type PruneRunRecord = {
+  id: string;
+  startedAt: string;
+  /** null while the run is going (or if its process died before it could finish the record). */
+  finishedAt: string | null;
+  mode: "batch" | "partition";
+  trigger: PruneTrigger;
+  actor: string | null;
+  batches: number;
+  rows: number;
+  partitionsDropped: number;
+  stopped: PruneStop | null;
+  error: string | null;
+  durationMs: number | null;
+  /** rows ÷ (finishedAt − startedAt), pauses between batches included; null until finished. */
+  rowsPerSecond: number | null;
+};
+
+export type PruneOutcome = { run: PruneRunRecord } | { skipped: typeof PRUNE_SKIPPED };
+
+/** rows/s of a finished run, rounded; 0 rows → 0; a run too short to time → null. */
+export function rowsPerSecond(rows: number, durationMs: number | null): number | null {
+  if (durationMs === null) return null;
+  if (rows === 0) return 0;
+  return durationMs > 0 ? Math.round((rows * 1000) / durationMs) : null;
+}

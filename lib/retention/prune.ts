@@ -1,0 +1,284 @@
+/**
+ * Pruning expired dedup keys: `pruneExpiredKeys` deletes keys whose `expires_at` has passed by the
+ * DATABASE clock, never a live one, and never touches the audit history.
+ *
+ * When it runs: every KEYWARD_PRUNE_INTERVAL_SECONDS inside `keyward start` (schedule.ts), on
+ * `keyward prune`, on POST /api/v1/maintenance/prune (operators) and on
+ * POST /api/v1/maintenance/prune/external (an external scheduler holding KEYWARD_MAINTENANCE_SECRET).
+ *
+ * How it bounds its work: batches of at most `batchSize` keys, oldest expiry first through the
+ * `expires_at` index, each batch one statement in its own short transaction; a pause between batches so
+ * claims get the disk and the locks; and a time budget after which the run stops starting batches. A run
+ * ends early once a batch comes back short (nothing expired is left that is not locked by a claim right
+ * now; the next run gets those).
+ *
+ * One pruner at a time across all instances: the run holds a session-level advisory lock on one pool
+ * connection for its whole length; a run that cannot take it returns `{ skipped }` at once and is not
+ * recorded (with several instances on one schedule that would be a row per instance per minute).
+ * Every run that takes the lock is one row of `prune_runs` (kept 30 days).
+ */
+import { loadEnv } from "../config/env";
+import { recordAction } from "../audit/actions";
+import { actorOf, type Principal } from "../auth/principal";
+import { pool, prisma } from "../db/client";
+import { execute, isUnavailable, query, toUnavailable, type PreparedSql, type Queryable } from "../db/sql";
+import {
+  PRUNE_SKIPPED,
+  rowsPerSecond,
+  type PruneOutcome,
+  type PruneRequest,
+  type PruneRunRecord,
+  type PruneStop,
+  type PruneTrigger,
+} from "./prune-schema";
+
+/**
+ * One batch. The inner SELECT walks the `expires_at` index oldest first and locks up to $1 expired rows,
+ * skipping any a claim holds right now (a claim re-claiming an expired key must never wait for the
+ * pruner, and the pruner never waits for a claim). The outer DELETE removes exactly those row versions
+ * by ctid (a TID scan, no second index walk) and checks expiry again. `now()` is the statement's
+ * transaction start: one clock, the database's. Measured against a join on ctid and an `IN` on the
+ * primary key, this was the fastest form (docs/benchmarks.md, "Pruning").
+ */
+export const PRUNE_BATCH_SQL: PreparedSql = {
+  name: "keyward_prune_batch",
+  text: `DELETE FROM dedup_keys
+WHERE ctid = ANY(ARRAY(
+        SELECT ctid FROM dedup_keys WHERE expires_at < now()
+        ORDER BY expires_at LIMIT $1 FOR UPDATE SKIP LOCKED))
+  AND expires_at < now()`,
+};
+
+/** The advisory lock key of pruning ("keyprune" as a bigint); other jobs use other keys. */
+export const PRUNE_LOCK_KEY = "7738725058569662053";
+
+/** How long the run log keeps its rows. */
+export const PRUNE_RUNS_KEPT_DAYS = 30;
+
+export type PruneOptions = {
+  trigger: PruneTrigger;
+  /** Who started it, as recorded in prune_runs (`user:alice`, `cli:root`, `schedule@host`, …). */
+  actor?: string;
+  /** Keys per batch (default KEYWARD_PRUNE_BATCH_SIZE). */
+  batchSize?: number;
+  /** Pause between batches in ms (default KEYWARD_PRUNE_PAUSE_MS). */
+  pauseMs?: number;
+  /** No batch starts after this many ms from the start (default KEYWARD_PRUNE_BUDGET_MS). At least one batch runs. */
+  budgetMs?: number;
+  /** Aborting stops the run after its current batch (`stopped: "shutdown"`). */
+  signal?: AbortSignal;
+  /** Called after every batch that deleted something, with how many keys it deleted. */
+  onBatch?: (deleted: number) => void;
+};
+
+const globalPrune = globalThis as unknown as { __keywardPruneRunning?: boolean };
+
+/**
+ * Runs one bounded pruning run now. Resolves with the run's record, or `{ skipped }` when another run
+ * holds the lock. A run that fails is recorded (`stopped: "error"`) and its error is thrown.
+ */
+export async function pruneExpiredKeys(options: PruneOptions): Promise<PruneOutcome> {
+  // The advisory lock already excludes other processes. This flag excludes this one's own concurrent
+  // runs even where one database session serves every connection (the embedded PGlite), and is on
+  // globalThis because Next's route bundles and the server's own modules are separate module instances.
+  if (globalPrune.__keywardPruneRunning) return { skipped: PRUNE_SKIPPED };
+  globalPrune.__keywardPruneRunning = true;
+  try {
+    return await pruneWithLock(options);
+  } finally {
+    globalPrune.__keywardPruneRunning = false;
+  }
+}
+
+async function pruneWithLock(options: PruneOptions): Promise<PruneOutcome> {
+  let client;
+  try {
+    client = await pool().connect();
+  } catch (err) {
+    throw isUnavailable(err) ? toUnavailable(err) : err;
+  }
+  let broken = false;
+  try {
+    const [{ locked }] = await query<{ locked: boolean }>("SELECT pg_try_advisory_lock($1::bigint) AS locked", [PRUNE_LOCK_KEY], client);
+    if (!locked) return { skipped: PRUNE_SKIPPED };
+    try {
+      return { run: await runBatches(client, options) };
+    } finally {
+      // A session lock outlives the statement: give it back before the connection returns to the pool.
+      // If that fails the connection is destroyed below, which releases the lock with the session.
+      await query("SELECT pg_advisory_unlock($1::bigint)", [PRUNE_LOCK_KEY], client).catch(() => (broken = true));
+    }
+  } catch (err) {
+    broken = true;
+    throw err;
+  } finally {
+    client.release(broken);
+  }
+}
+
+async function runBatches(client: Queryable, options: PruneOptions): Promise<PruneRunRecord> {
+  const env = loadEnv();
+  const batchSize = options.batchSize ?? env.KEYWARD_PRUNE_BATCH_SIZE;
+  const pauseMs = options.pauseMs ?? env.KEYWARD_PRUNE_PAUSE_MS;
+  const budgetMs = options.budgetMs ?? env.KEYWARD_PRUNE_BUDGET_MS;
+  const [{ id }] = await query<{ id: number }>(
+    `WITH run AS (INSERT INTO prune_runs (mode, trigger, actor) VALUES ('batch', $1, $2) RETURNING id)
+     SELECT id, ${ASYNC_COMMIT} FROM run`,
+    [options.trigger, options.actor ?? null],
+    client,
+  );
+  // The budget bounds this process's work, so it is measured on this process's monotonic clock; which
+  // keys are expired is decided by the database's clock alone.
+  const start = performance.now();
+  let batches = 0;
+  let rows = 0;
+  let stopped: PruneStop;
+  let failure: unknown;
+  try {
+    for (;;) {
+      const deleted = await execute(PRUNE_BATCH_SQL, [batchSize], client);
+      if (deleted > 0) {
+        batches++;
+        rows += deleted;
+        options.onBatch?.(deleted);
+      }
+      if (deleted < batchSize) {
+        stopped = "drained";
+        break;
+      }
+      if (performance.now() - start + pauseMs >= budgetMs) {
+        stopped = "time_budget";
+        break;
+      }
+      if (pauseMs > 0) await pause(pauseMs, options.signal);
+      if (options.signal?.aborted) {
+        stopped = "shutdown";
+        break;
+      }
+    }
+  } catch (err) {
+    stopped = "error";
+    failure = err;
+  }
+  const error = failure === undefined ? null : (failure as Error).message ?? String(failure);
+  // After a failure the dedicated connection may be gone: finish the record on a pool connection.
+  const finished = await finishRun(id, { batches, rows, stopped, error }, failure === undefined ? client : pool()).catch(
+    (err: unknown) => {
+      if (failure === undefined) throw err;
+      return undefined; // the database is unreachable: the run's own error is the one to report
+    },
+  );
+  if (failure !== undefined) throw failure;
+  return finished!;
+}
+
+type RunRow = {
+  id: number | bigint;
+  startedAt: Date;
+  finishedAt: Date | null;
+  mode: string;
+  trigger: string;
+  actor: string | null;
+  batches: number;
+  rows: number | bigint;
+  partitionsDropped: number;
+  stopped: string | null;
+  error: string | null;
+};
+
+/**
+ * The run's own record is bookkeeping: its two writes commit without waiting for the disk flush
+ * (synchronous_commit off for that transaction alone), which on a busy disk was most of a small run's
+ * fixed cost. A crash can lose the record's last update, never a deletion: each batch commits normally.
+ */
+const ASYNC_COMMIT = "set_config('synchronous_commit', 'off', true) AS async_commit";
+
+const RUN_COLUMNS = `id, started_at AS "startedAt", finished_at AS "finishedAt", mode, trigger, actor, batches, rows,
+  partitions_dropped AS "partitionsDropped", stopped, error`;
+
+/** Completes the run's record, and deletes the records older than PRUNE_RUNS_KEPT_DAYS. */
+async function finishRun(
+  id: number,
+  r: { batches: number; rows: number; stopped: PruneStop; error: string | null },
+  on: Queryable,
+): Promise<PruneRunRecord> {
+  const [row] = await query<RunRow>(
+    `WITH expired_runs AS (DELETE FROM prune_runs WHERE started_at < now() - make_interval(days => $6)),
+     run AS (UPDATE prune_runs SET finished_at = clock_timestamp(), batches = $2, rows = $3, stopped = $4, error = $5
+             WHERE id = $1 RETURNING ${RUN_COLUMNS})
+     SELECT run.*, ${ASYNC_COMMIT} FROM run`,
+    [id, r.batches, r.rows, r.stopped, r.error, PRUNE_RUNS_KEPT_DAYS],
+    on,
+  );
+  return toRunRecord(row);
+}
+
+export function toRunRecord(r: RunRow): PruneRunRecord {
+  const durationMs = r.finishedAt ? r.finishedAt.getTime() - r.startedAt.getTime() : null;
+  const rows = Number(r.rows);
+  return {
+    id: String(r.id),
+    startedAt: r.startedAt.toISOString(),
+    finishedAt: r.finishedAt?.toISOString() ?? null,
+    mode: r.mode as PruneRunRecord["mode"],
+    trigger: r.trigger as PruneTrigger,
+    actor: r.actor,
+    batches: r.batches,
+    rows,
+    partitionsDropped: r.partitionsDropped,
+    stopped: r.stopped as PruneStop | null,
+    error: r.error,
+    durationMs,
+    rowsPerSecond: rowsPerSecond(rows, durationMs),
+  };
+}
+
+function pause(ms: number, signal?: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    if (signal?.aborted) return resolve();
+    const done = () => {
+      clearTimeout(timer);
+      signal?.removeEventListener("abort", done);
+      resolve();
+    };
+    const timer = setTimeout(done, ms);
+    signal?.addEventListener("abort", done, { once: true });
+  });
+}
+
+/** The most recent runs, newest first (the started_at index). */
+export async function listPruneRuns(limit: number): Promise<PruneRunRecord[]> {
+  const rows = await prisma().pruneRun.findMany({ orderBy: [{ startedAt: "desc" }, { id: "desc" }], take: limit });
+  return rows.map(toRunRecord);
+}
+
+/**
+ * "Prune now" by a person, an API key or the CLI: one run, recorded in the operator action log as
+ * `prune.run` (after: rows and batches; refused when another run held the lock; failed with the reason).
+ */
+export async function pruneNow(
+  principal: Principal,
+  trigger: "api" | "cli",
+  request: PruneRequest = {},
+  address?: string,
+): Promise<PruneOutcome> {
+  const entry = { action: "prune.run", address };
+  let outcome: PruneOutcome;
+  try {
+    outcome = await pruneExpiredKeys({ ...request, trigger, actor: actorOf(principal) });
+  } catch (err) {
+    await recordAction(principal, { ...entry, outcome: "failed", reason: (err as Error).message }).catch(() => {});
+    throw err;
+  }
+  if ("skipped" in outcome) {
+    await recordAction(principal, { ...entry, outcome: "refused", reason: outcome.skipped });
+  } else {
+    const { run } = outcome;
+    await recordAction(principal, {
+      ...entry,
+      target: { type: "prune_run", id: run.id },
+      after: { rows: run.rows, batches: run.batches, stopped: run.stopped, durationMs: run.durationMs },
+    });
+  }
+  return outcome;
+}

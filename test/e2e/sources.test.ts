@@ -1,0 +1,191 @@
+/**
+ * The Sources screen in a real headless Chromium, against the real server on this run's database: an
+ * admin creates and edits a source, an operator extends live keys, a viewer only reads. People sign in
+ * on the sign-in page; sources and claims made behind the screen go through the library. No page may
+ * report a browser error (a CSP violation is one).
+ */
+import { randomInt } from "node:crypto";
+import type { Browser, BrowserContext, Locator, Page } from "playwright-core";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { cliPrincipal } from "../../lib/auth/principal";
+import type { Role } from "../../lib/auth/roles";
+import { createUser } from "../../lib/auth/users";
+import { claimEvent } from "../../lib/claims/claim";
+import { createSource, updateSource } from "../../lib/sources/sources";
+import { launchChromium } from "../setup/browser";
+import { sql, uniq } from "../setup/db";
+import { baseEnv, freePort, startKeyward, stopServer, type Server } from "../setup/server";
+
+const PASSWORD = "correct-horse-battery";
+const BROWSER_TEST_MS = 60_000;
+const d = 86400;
+
+let browser: Browser | undefined;
+let baseUrl: string;
+const spawned: Server[] = [];
+const contexts: BrowserContext[] = [];
+
+beforeAll(async () => {
+  const port = await freePort();
+  baseUrl = `http://127.0.0.1:${port}`;
+  await startKeyward(
+    Object.assign(baseEnv(), {
+      DATABASE_URL: process.env.DATABASE_URL,
+      PORT: String(port),
+      HOSTNAME: "127.0.0.1",
+      // Each browser context claims its own client address, so sign-in throttling (per address, in the
+      // shared database) never counts another test's sign-ins against this one.
+      KEYWARD_TRUST_PROXY: "true",
+    }),
+    spawned,
+  );
+  browser = await launchChromium();
+  // With no admin yet, the sign-in page offers the first-run setup instead of its form.
+  await makeUser("admin");
+}, 660_000);
+
+afterAll(async () => {
+  for (const c of contexts) await c.close().catch(() => {});
+  await browser?.close();
+  for (const s of spawned) await stopServer(s);
+}, 30_000);
+
+async function makeUser(role: Role): Promise<string> {
+  const { user } = await createUser({ username: uniq(role), role, password: PASSWORD }, cliPrincipal());
+  return user.username;
+}
+
+/** A fresh browser (no cookies) and the errors its pages report: console errors and uncaught exceptions. */
+async function openPage(): Promise<{ page: Page; errors: string[] }> {
+  const context = await browser!.newContext({
+    extraHTTPHeaders: { "x-forwarded-for": `198.18.${randomInt(256)}.${randomInt(1, 255)}` },
+  });
+  contexts.push(context);
+  const page = await context.newPage();
+  const errors: string[] = [];
+  page.on("pageerror", (e) => errors.push(String(e)));
+  page.on("console", (m) => m.type() === "error" && errors.push(m.text()));
+  return { page, errors };
+}
+
+/** Signs in on the sign-in page as a person would, then opens the Sources screen. */
+async function signInToSources(page: Page, role: Role): Promise<void> {
+  const username = await makeUser(role);
+  await page.goto(baseUrl + "/sign-in");
+  await page.getByLabel("Username", { exact: true }).fill(username);
+  await page.getByLabel("Password", { exact: true }).fill(PASSWORD);
+  await page.getByRole("button", { name: "Sign in", exact: true }).click();
+  await page.waitForURL(baseUrl + "/");
+  await page.getByRole("navigation", { name: "Console" }).getByRole("link", { name: "Sources" }).click();
+  await page.waitForURL(baseUrl + "/sources");
+}
+
+const card = (page: Page, name: string): Locator => page.getByRole("article", { name });
+
+/** Buttons that change something (the CLI hints' Copy buttons name a command, so they are anchored out). */
+const ACTION_BUTTONS = /^(create source|edit|extend|save changes)/i;
+
+describe("the Sources screen in Chromium", () => {
+  it("lets an admin create a source from the stripe preset (TTL 7d) and set a dead-letter retention that draws a warning", async () => {
+    const { page, errors } = await openPage();
+    await signInToSources(page, "admin");
+    const name = uniq("ui-src");
+    const create = page.getByRole("region", { name: "Create a source" });
+
+    await create.getByLabel("Name", { exact: true }).fill(name);
+    await create.getByLabel("Preset", { exact: true }).selectOption("stripe");
+    const retry = create.getByLabel("Retry window", { exact: true });
+    expect(await retry.inputValue()).toBe("3d");
+    expect(await create.innerText()).toContain("3d + 1d + 5m + 2d23h55m = 7d");
+
+    // A mistyped duration is refused in the browser, next to its field; nothing is sent.
+    await retry.fill("3 days");
+    await create.getByRole("button", { name: "Create source" }).click();
+    expect(await create.getByRole("alert").innerText()).toMatch(/Retry window: "3 days" is not a duration/);
+    expect(await retry.getAttribute("aria-invalid")).toBe("true");
+    await retry.fill("3d");
+    expect(await create.getByRole("alert").count()).toBe(0);
+    await create.getByRole("button", { name: "Create source" }).click();
+    await create.getByText(`Created ${name}: TTL 7d (preset stripe).`).waitFor();
+
+    const source = card(page, name);
+    await source.waitFor();
+    expect(await source.innerText()).toContain("3d + 1d + 5m + 2d23h55m = 7d");
+    expect(await source.innerText()).toMatch(/All \d checks pass/);
+
+    await source.getByRole("button", { name: `Edit ${name}` }).click();
+    const edit = source.getByRole("region", { name: `Edit ${name}` });
+    expect(await edit.innerText()).toContain("The new TTL applies to new claims; live keys keep their expiry");
+    await edit.getByLabel("Dead-letter retention", { exact: false }).fill("30d");
+    await edit.getByRole("button", { name: "Save changes" }).click();
+    await source.getByText("1 warning").waitFor();
+    const warning = source.locator(".checks__item--warn");
+    expect(await warning.innerText()).toMatch(/Dead letters: dead letters are kept 30d/);
+    expect(await source.innerText()).toContain("Saved: TTL 7d for new claims");
+    expect(await page.locator(".source-card--flagged", { hasText: name }).count()).toBe(1);
+
+    const [row] = await sql<Record<string, unknown>>(
+      `SELECT preset, retry_window_seconds, queue_lag_seconds, clock_skew_seconds, replay_seconds, ttl_seconds,
+              dead_letter_retention_seconds FROM sources WHERE name = $1`,
+      [name],
+    );
+    expect(row).toEqual({
+      preset: "stripe",
+      retry_window_seconds: 3 * d,
+      queue_lag_seconds: d,
+      clock_skew_seconds: 300,
+      replay_seconds: 3 * d - 300,
+      ttl_seconds: 7 * d,
+      dead_letter_retention_seconds: 30 * d,
+    });
+    expect(errors).toEqual([]);
+  }, BROWSER_TEST_MS);
+
+  it("lets an operator extend live keys to the current TTL, and not edit or create", async () => {
+    const name = uniq("ui-ext");
+    await createSource({ name, preset: "internal" }, cliPrincipal());
+    await claimEvent({ source: name, eventId: "evt_1", eventType: "charge" });
+    await updateSource(name, { preset: "stripe" }, cliPrincipal());
+
+    const { page, errors } = await openPage();
+    await signInToSources(page, "operator");
+    const source = card(page, name);
+    await source.waitFor();
+    expect(await page.getByRole("button", { name: /^(create source|edit)/i }).count()).toBe(0);
+    await source.getByRole("button", { name: `Extend live keys of ${name}` }).click();
+    expect(await source.getByRole("group", { name: `Extend live keys of ${name}` }).innerText()).toMatch(/never shortens.*action log/s);
+    await source.getByRole("button", { name: "Extend to 7d" }).click();
+    await source.getByText(/^Extended 1 live key to the 7d TTL\.$/).waitFor();
+
+    const [key] = await sql<{ s: number }>(
+      "SELECT extract(epoch FROM expires_at - received_at)::float8 AS s FROM dedup_keys WHERE source = $1 AND event_id = 'evt_1'",
+      [name],
+    );
+    expect(key.s).toBeCloseTo(7 * d, 0);
+    expect(errors).toEqual([]);
+  }, BROWSER_TEST_MS);
+
+  it("shows a viewer the sources and their warnings, with no create, edit or extend button", async () => {
+    const name = uniq("ui-view");
+    await createSource({ name, preset: "stripe", deadLetterRetentionSeconds: 30 * d }, cliPrincipal());
+
+    const { page, errors } = await openPage();
+    await signInToSources(page, "viewer");
+    const source = card(page, name);
+    await source.waitFor();
+    const text = await source.innerText();
+    expect(text).toContain("3d + 1d + 5m + 2d23h55m = 7d");
+    expect(text).toContain("1 warning");
+    expect(text).toMatch(/dead letters are kept 30d/);
+    expect(text).toMatch(/Projected steady state/);
+    expect(await page.getByRole("region", { name: "Create a source" }).count()).toBe(0);
+    expect(await page.getByRole("button", { name: ACTION_BUTTONS }).count()).toBe(0);
+
+    // The presets panel opens to show each preset's parts and where its figures come from.
+    await page.getByText(/^Presets \(\d+\)/).click();
+    const presets = page.getByRole("table", { name: "TTL presets" });
+    await presets.waitFor();
+    expect(await presets.locator("tr", { hasText: "stripe" }).first().innerText()).toContain("3d + 1d + 5m + 2d23h55m = 7d");
+    expect(errors).toEqual([]);
+  }, BROWSER_TEST_MS);
+});

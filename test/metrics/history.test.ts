@@ -1,0 +1,166 @@
+/**
+ * GET /api/v1/metrics against a real PostgreSQL: range validation, samples and prune runs of a range,
+ * and server-side bucketing of long ranges. Each test writes its rows into a window of the past that no
+ * other test file uses (a random hour 8 to 20 days back), and asserts only about that window.
+ */
+import { describe, expect, it } from "vitest";
+import { GET } from "../../app/api/v1/metrics/route";
+import { metricsResponseSchema, type MetricsResponse } from "../../lib/metrics/schema";
+import { sql } from "../setup/db";
+import { makeApiKey, type Called } from "../setup/http";
+
+let readKey: string | undefined;
+
+async function getMetrics(params: Record<string, string>, key?: string | null): Promise<Called> {
+  if (key === undefined) key = readKey ??= (await makeApiKey(["read"])).key;
+  const url = new URL("http://localhost/api/v1/metrics");
+  for (const [k, v] of Object.entries(params)) url.searchParams.set(k, v);
+  const res = await GET(new Request(url, { headers: key ? { authorization: `Bearer ${key}` } : {} }));
+  return { status: res.status, body: await res.json(), headers: res.headers };
+}
+
+/** The start of a random whole hour between 8 and 20 days ago. */
+async function quietHour(): Promise<Date> {
+  const hoursAgo = 8 * 24 + Math.floor(Math.random() * 12 * 24);
+  const [{ at }] = await sql<{ at: Date }>("SELECT date_trunc('hour', now()) - make_interval(hours => $1) AS at", [hoursAgo]);
+  return at;
+}
+
+const minutes = (base: Date, n: number) => new Date(base.getTime() + n * 60_000);
+
+async function insertSample(at: Date, v: { bytes: number; rows: number; backlog: number; capped?: boolean; claims: number; dups: number }) {
+  await sql(
+    `INSERT INTO metric_samples (at, table_bytes, index_bytes, estimated_rows, alive_keys, expiry_backlog, backlog_capped,
+                                 in_flight, claims, duplicates)
+     VALUES ($1, $2::int8, $2::int8 / 4, $3::int8, $3::int8 - $4::int8, $4::int8, $5, 1, $6, $7)`,
+    [at, v.bytes, v.rows, v.backlog, v.capped ?? false, v.claims, v.dups],
+  );
+}
+
+async function insertRun(startedAt: Date, seconds: number | null, rows: number, batches: number, stopped = "drained") {
+  await sql(
+    `INSERT INTO prune_runs (started_at, finished_at, mode, trigger, batches, rows, stopped)
+     VALUES ($1, $1::timestamptz + make_interval(secs => $2), 'batch', 'schedule', $3, $4, $5)`,
+    [startedAt, seconds, batches, rows, seconds === null ? null : stopped],
+  );
+}
+
+describe("GET /api/v1/metrics: validation", () => {
+  it("refuses from at or after to, naming from", async () => {
+    const r = await getMetrics({ from: "2026-12-02T10:00:00Z", to: "2026-12-02T10:00:00Z" });
+    expect(r.status).toBe(422);
+    expect(r.body.error.details.fields).toEqual([{ field: "from", message: "must be before to" }]);
+  });
+
+  it("refuses a range over 31 days, naming from", async () => {
+    const r = await getMetrics({ from: "2026-10-01T00:00:00Z", to: "2026-11-02T00:00:01Z" });
+    expect(r.status).toBe(422);
+    expect(r.body.error.details.fields[0].field).toBe("from");
+    expect(r.body.error.message).toMatch(/31 days/);
+  });
+
+  it("refuses a timestamp that is not ISO 8601, naming it", async () => {
+    const r = await getMetrics({ to: "yesterday" });
+    expect(r.status).toBe(422);
+    expect(r.body.error.details.fields[0].field).toBe("to");
+  });
+
+  it("needs a session or an API key", async () => {
+    expect((await getMetrics({}, null)).status).toBe(401);
+  });
+
+  it("answers the last 24 hours by default, every 2 minutes", async () => {
+    const r = await getMetrics({});
+    expect(r.status).toBe(200);
+    const body = metricsResponseSchema.parse(r.body);
+    expect(new Date(body.to).getTime() - new Date(body.from).getTime()).toBe(86400_000);
+    expect(Math.abs(new Date(body.to).getTime() - Date.now())).toBeLessThan(60_000);
+    expect(body.step).toBe(120);
+  });
+});
+
+describe("GET /api/v1/metrics: samples and prune runs", () => {
+  it("answers each minute's sample and each run of a short range, numbers as numbers", async () => {
+    const hour = await quietHour();
+    await insertSample(minutes(hour, 1), { bytes: 5_000_000_000, rows: 9_000_000, backlog: 123_456, claims: 42, dups: 7 });
+    await insertSample(minutes(hour, 3), { bytes: 5_100_000_000, rows: 9_100_000, backlog: 1_000_000, capped: true, claims: 40, dups: 5 });
+    await insertRun(minutes(hour, 2), 4, 20_000, 4);
+    await insertRun(minutes(hour, 5), null, 1_000, 1);
+
+    const r = await getMetrics({ from: hour.toISOString(), to: minutes(hour, 10).toISOString() });
+    expect(r.status).toBe(200);
+    const body: MetricsResponse = metricsResponseSchema.parse(r.body);
+    expect(body.step).toBe(60);
+    expect(body.samples).toEqual([
+      {
+        at: minutes(hour, 1).toISOString(),
+        tableBytes: 5_000_000_000,
+        indexBytes: 1_250_000_000,
+        estimatedRows: 9_000_000,
+        aliveKeys: 8_876_544,
+        expiryBacklog: 123_456,
+        backlogCapped: false,
+        inFlight: 1,
+        claims: 42,
+        duplicates: 7,
+      },
+      expect.objectContaining({ at: minutes(hour, 3).toISOString(), expiryBacklog: 1_000_000, backlogCapped: true }),
+    ]);
+    expect(body.pruneRuns).toEqual([
+      {
+        startedAt: minutes(hour, 2).toISOString(),
+        finishedAt: new Date(minutes(hour, 2).getTime() + 4000).toISOString(),
+        rows: 20_000,
+        batches: 4,
+        rowsPerSecond: 5000,
+        stopped: "drained",
+        runs: 1,
+      },
+      { startedAt: minutes(hour, 5).toISOString(), finishedAt: null, rows: 1_000, batches: 1, rowsPerSecond: null, stopped: null, runs: 1 },
+    ]);
+  });
+
+  it("buckets a 7-day range by 15 minutes: average sizes, peak backlog, summed claims and runs", async () => {
+    const hour = await quietHour();
+    await insertSample(minutes(hour, 0), { bytes: 1000, rows: 100, backlog: 10, claims: 1, dups: 2 });
+    await insertSample(minutes(hour, 7), { bytes: 3000, rows: 300, backlog: 50, claims: 3, dups: 4 });
+    await insertSample(minutes(hour, 14), { bytes: 2000, rows: 200, backlog: 20, claims: 5, dups: 6 });
+    await insertSample(minutes(hour, 15), { bytes: 9000, rows: 900, backlog: 5, claims: 100, dups: 100 });
+    await insertRun(minutes(hour, 1), 2, 600, 1);
+    await insertRun(minutes(hour, 9), 4, 3000, 3, "time_budget");
+
+    // A week ending 15 minutes after the hour starts, so the hour's first two buckets are the range's last.
+    const to = minutes(hour, 15);
+    const from = new Date(to.getTime() - 7 * 86400_000);
+    const body = metricsResponseSchema.parse((await getMetrics({ from: from.toISOString(), to: to.toISOString() })).body);
+    expect(body.step).toBe(900);
+    const mine = body.samples.filter((s) => new Date(s.at) >= hour);
+    expect(mine).toEqual([
+      {
+        at: hour.toISOString(),
+        tableBytes: 2000,
+        indexBytes: 500,
+        estimatedRows: 200,
+        aliveKeys: 173,
+        expiryBacklog: 50,
+        backlogCapped: false,
+        inFlight: 1,
+        claims: 9,
+        duplicates: 12,
+      },
+      expect.objectContaining({ at: minutes(hour, 15).toISOString(), tableBytes: 9000, claims: 100 }),
+    ]);
+    const runs = body.pruneRuns.filter((p) => new Date(p.startedAt) >= hour);
+    expect(runs).toEqual([
+      {
+        startedAt: minutes(hour, 1).toISOString(),
+        finishedAt: new Date(minutes(hour, 9).getTime() + 4000).toISOString(),
+        rows: 3600,
+        batches: 4,
+        rowsPerSecond: 600,
+        stopped: "time_budget",
+        runs: 2,
+      },
+    ]);
+  });
+});

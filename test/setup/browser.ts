@@ -1,0 +1,39 @@
+/** Headless Chromium for the end-to-end tests, and signing a browser context in as a console user. */
+import { existsSync } from "node:fs";
+import { chromium, type Browser, type BrowserContext } from "playwright-core";
+import { cliPrincipal } from "../../lib/auth/principal";
+import { createUser } from "../../lib/auth/users";
+import { uniq } from "./db";
+
+export const CHROMIUM = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
+
+/** Debian's Chromium, headless; Playwright gives every launch a fresh, temporary profile directory. */
+export async function launchChromium(): Promise<Browser> {
+  if (!existsSync(CHROMIUM)) {
+    throw new Error(`no Chromium at ${CHROMIUM}: install Debian's package (apt-get install chromium) or set CHROMIUM_PATH`);
+  }
+  return chromium.launch({
+    executablePath: CHROMIUM,
+    args: [
+      "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+      "--disable-background-networking", "--disable-component-update", "--disable-sync",
+    ],
+  });
+}
+
+/**
+ * A browser context signed in as a new viewer: the sign-in goes through POST /api/v1/session from the
+ * console's own origin, and the session cookie lands in the context's cookie jar.
+ */
+export async function signedInContext(browser: Browser, baseUrl: string): Promise<BrowserContext> {
+  const username = uniq("viewer");
+  const password = `pw-${uniq("secret")}-long`;
+  await createUser({ username, role: "viewer", password }, cliPrincipal());
+  const context = await browser.newContext();
+  const res = await context.request.post(`${baseUrl}/api/v1/session`, {
+    data: { username, password },
+    headers: { origin: baseUrl },
+  });
+  if (!res.ok()) throw new Error(`sign-in failed: ${res.status()} ${await res.text()}`);
+  return context;
+}
