@@ -4,7 +4,6 @@
  * person does it: signing in on the sign-in page, clicking, reading the rendered page. Every page must
  * load without a browser error (a CSP violation is one).
  */
-import { randomInt } from "node:crypto";
 import { existsSync } from "node:fs";
 import { chromium, type Browser, type BrowserContext, type Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -13,6 +12,7 @@ import type { Role } from "../../lib/auth/roles";
 import { createUser } from "../../lib/auth/users";
 import { claimEvent } from "../../lib/claims/claim";
 import { flushClaimCounts } from "../../lib/metrics/claim-counts";
+import { openPage as openBrowserPage } from "../setup/browser";
 import { makeSource, uniq } from "../setup/db";
 import { startOidcStub, type OidcStub } from "../setup/oidc-stub";
 import { baseEnv, freePort, startKeyward, stopServer, type Server } from "../setup/server";
@@ -66,18 +66,7 @@ async function makeUser(role: Role): Promise<string> {
   return user.username;
 }
 
-/** A fresh browser (no cookies) and the errors its pages report: console errors and uncaught exceptions. */
-async function openPage(): Promise<{ page: Page; errors: string[] }> {
-  const context = await browser!.newContext({
-    extraHTTPHeaders: { "x-forwarded-for": `198.18.${randomInt(256)}.${randomInt(1, 255)}` },
-  });
-  contexts.push(context);
-  const page = await context.newPage();
-  const errors: string[] = [];
-  page.on("pageerror", (e) => errors.push(String(e)));
-  page.on("console", (m) => m.type() === "error" && errors.push(m.text()));
-  return { page, errors };
-}
+const openPage = () => openBrowserPage(browser!, contexts);
 
 /** Signs in on the sign-in page, as a person would, and waits for the Overview. */
 async function signIn(page: Page, username: string, password = PASSWORD): Promise<void> {

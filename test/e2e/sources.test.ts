@@ -4,7 +4,6 @@
  * on the sign-in page; sources and claims made behind the screen go through the library. No page may
  * report a browser error (a CSP violation is one).
  */
-import { randomInt } from "node:crypto";
 import type { Browser, BrowserContext, Locator, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { cliPrincipal } from "../../lib/auth/principal";
@@ -12,7 +11,7 @@ import type { Role } from "../../lib/auth/roles";
 import { createUser } from "../../lib/auth/users";
 import { claimEvent } from "../../lib/claims/claim";
 import { createSource, updateSource } from "../../lib/sources/sources";
-import { launchChromium } from "../setup/browser";
+import { launchChromium, openPage as openBrowserPage } from "../setup/browser";
 import { sql, uniq } from "../setup/db";
 import { baseEnv, freePort, startKeyward, stopServer, type Server } from "../setup/server";
 
@@ -55,18 +54,7 @@ async function makeUser(role: Role): Promise<string> {
   return user.username;
 }
 
-/** A fresh browser (no cookies) and the errors its pages report: console errors and uncaught exceptions. */
-async function openPage(): Promise<{ page: Page; errors: string[] }> {
-  const context = await browser!.newContext({
-    extraHTTPHeaders: { "x-forwarded-for": `198.18.${randomInt(256)}.${randomInt(1, 255)}` },
-  });
-  contexts.push(context);
-  const page = await context.newPage();
-  const errors: string[] = [];
-  page.on("pageerror", (e) => errors.push(String(e)));
-  page.on("console", (m) => m.type() === "error" && errors.push(m.text()));
-  return { page, errors };
-}
+const openPage = () => openBrowserPage(browser!, contexts);
 
 /** Signs in on the sign-in page as a person would, then opens the Sources screen. */
 async function signInToSources(page: Page, role: Role): Promise<void> {

@@ -1,6 +1,7 @@
 /** Headless Chromium for the end-to-end tests, and signing a browser context in as a console user. */
+import { randomInt } from "node:crypto";
 import { existsSync } from "node:fs";
-import { chromium, type Browser, type BrowserContext } from "playwright-core";
+import { chromium, type Browser, type BrowserContext, type Page } from "playwright-core";
 import { cliPrincipal } from "../../lib/auth/principal";
 import { createUser } from "../../lib/auth/users";
 import { uniq } from "./db";
@@ -36,4 +37,21 @@ export async function signedInContext(browser: Browser, baseUrl: string): Promis
   });
   if (!res.ok()) throw new Error(`sign-in failed: ${res.status()} ${await res.text()}`);
   return context;
+}
+
+/**
+ * A fresh browser context (no cookies, its own X-Forwarded-For so sign-in throttling per address never
+ * couples tests; the server must run with KEYWARD_TRUST_PROXY) and the errors its pages report: console
+ * errors and uncaught exceptions (a CSP violation is one). The context is added to `contexts` for closing.
+ */
+export async function openPage(browser: Browser, contexts: BrowserContext[]): Promise<{ page: Page; errors: string[] }> {
+  const context = await browser.newContext({
+    extraHTTPHeaders: { "x-forwarded-for": `198.18.${randomInt(256)}.${randomInt(1, 255)}` },
+  });
+  contexts.push(context);
+  const page = await context.newPage();
+  const errors: string[] = [];
+  page.on("pageerror", (e) => errors.push(String(e)));
+  page.on("console", (m) => m.type() === "error" && errors.push(m.text()));
+  return { page, errors };
 }
