@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { sql, uniq } from "../setup/db";
 import { updateUser } from "../../lib/auth/users";
 import { cliPrincipal } from "../../lib/auth/principal";
-import { startOidcStub, type OidcStub, type StubIdentity } from "../setup/oidc-stub";
+import { oidcEnv, startOidcStub, type OidcStub, type StubIdentity } from "../setup/oidc-stub";
 import { baseEnv, freePort, startKeyward, stopServer, type Server } from "../setup/server";
 
 let stub: OidcStub;
@@ -24,11 +24,7 @@ beforeAll(async () => {
       DATABASE_URL: process.env.DATABASE_URL,
       PORT: String(port),
       HOSTNAME: "127.0.0.1",
-      KEYWARD_OIDC_ISSUER: stub.issuer,
-      KEYWARD_OIDC_CLIENT_ID: stub.clientId,
-      KEYWARD_OIDC_CLIENT_SECRET: stub.clientSecret,
-      KEYWARD_OIDC_NAME: "Stub IdP",
-      KEYWARD_OIDC_ROLE_CLAIM: "keyward_roles",
+      ...oidcEnv(stub),
       KEYWARD_OIDC_ADMINS: "Boss@Example.test",
     }),
     spawned,

@@ -4,20 +4,18 @@
  * person does it: signing in on the sign-in page, clicking, reading the rendered page. Every page must
  * load without a browser error (a CSP violation is one).
  */
-import { existsSync } from "node:fs";
-import { chromium, type Browser, type BrowserContext, type Page } from "playwright-core";
+import { type Browser, type BrowserContext, type Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { cliPrincipal } from "../../lib/auth/principal";
 import type { Role } from "../../lib/auth/roles";
 import { createUser } from "../../lib/auth/users";
 import { claimEvent } from "../../lib/claims/claim";
 import { flushClaimCounts } from "../../lib/metrics/claim-counts";
-import { openPage as openBrowserPage } from "../setup/browser";
+import { launchChromium, openPage as openBrowserPage } from "../setup/browser";
 import { makeSource, uniq } from "../setup/db";
-import { startOidcStub, type OidcStub } from "../setup/oidc-stub";
+import { oidcEnv, startOidcStub, type OidcStub } from "../setup/oidc-stub";
 import { baseEnv, freePort, startKeyward, stopServer, type Server } from "../setup/server";
 
-const CHROMIUM = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
 const PASSWORD = "correct-horse-battery";
 const BROWSER_TEST_MS = 60_000;
 
@@ -28,9 +26,6 @@ const spawned: Server[] = [];
 const contexts: BrowserContext[] = [];
 
 beforeAll(async () => {
-  if (!existsSync(CHROMIUM)) {
-    throw new Error(`no Chromium at ${CHROMIUM}: install Debian's package (apt-get install chromium) or set CHROMIUM_PATH`);
-  }
   const port = await freePort();
   baseUrl = `http://127.0.0.1:${port}`;
   server = await startKeyward(
@@ -44,14 +39,7 @@ beforeAll(async () => {
     }),
     spawned,
   );
-  // Playwright gives every launch a fresh, temporary profile directory.
-  browser = await chromium.launch({
-    executablePath: CHROMIUM,
-    args: [
-      "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-      "--disable-background-networking", "--disable-component-update", "--disable-sync",
-    ],
-  });
+  browser = await launchChromium();
 }, 660_000);
 
 afterAll(async () => {
@@ -246,11 +234,7 @@ describe("single sign-on in Chromium", () => {
         DATABASE_URL: process.env.DATABASE_URL,
         PORT: String(port),
         HOSTNAME: "127.0.0.1",
-        KEYWARD_OIDC_ISSUER: stub.issuer,
-        KEYWARD_OIDC_CLIENT_ID: stub.clientId,
-        KEYWARD_OIDC_CLIENT_SECRET: stub.clientSecret,
-        KEYWARD_OIDC_NAME: "Stub IdP",
-        KEYWARD_OIDC_ROLE_CLAIM: "keyward_roles",
+        ...oidcEnv(stub),
       }),
       spawned,
     );

@@ -124,3 +124,14 @@ export async function startOidcStub(): Promise<OidcStub> {
     close: () => new Promise((resolve) => server.close(() => resolve())),
   };
 }
+
+/** The environment that points a Keyward server at this stub, with roles read from `keyward_roles`. */
+export function oidcEnv(stub: OidcStub): Record<string, string> {
+  return {
+    KEYWARD_OIDC_ISSUER: stub.issuer,
+    KEYWARD_OIDC_CLIENT_ID: stub.clientId,
+    KEYWARD_OIDC_CLIENT_SECRET: stub.clientSecret,
+    KEYWARD_OIDC_NAME: "Stub IdP",
+    KEYWARD_OIDC_ROLE_CLAIM: "keyward_roles",
+  };
+}
