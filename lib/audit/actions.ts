@@ -56,7 +56,8 @@ export const listActionsQuery = z.strictObject({
   /** Keyset pagination: only actions older than this cursor (`<at ISO>_<id>` from the previous page). */
   before: z
     .string()
-    .regex(/^\d{4}-\d\d-\d\dT[\d:.]+Z_\d+$/, "must be a cursor from a previous page")
+    .regex(/^\d{4}-\d\d-\d\dT[\d:.]+Z_\d{1,18}$/, "must be a cursor from a previous page")
+    .refine((c) => !Number.isNaN(Date.parse(c.split("_")[0])), "must be a cursor from a previous page")
     .optional(),
   actor: z.string().max(200).optional(),
   action: z.string().max(100).optional(),
