@@ -1,0 +1,13 @@
+/**
+ * GET /api/v1/events/{source}/{eventId} — "did we process this event, and when?": the dedup key's state
+ * now (alive until T, expired, or pruned at T per the audit history, released, never seen), its status,
+ * duplicate count, first and last seen, and the full audit timeline (oldest first). Works long after the
+ * key was pruned. Viewers and up; API keys with scope read.
+ */
+import { getEventAnswer } from "@/lib/audit/event";
+import { json, route } from "@/lib/http/route";
+
+export const GET = route<{ source: string; eventId: string }>(
+  async ({ params }) => json(await getEventAnswer(params)),
+  { allow: ["read"] },
+);

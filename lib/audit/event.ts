@@ -1,0 +1,63 @@
+/**
+ * The "did we process X" answer for one event: its dedup key now (read only by source and event id, so
+ * it works whether dedup_keys is one table or partitioned) and its audit timeline within the retention,
+ * explained by explainEvent (pure). Works for keys pruned long ago: the history outlives them.
+ */
+import { query } from "../db/sql";
+import { parseOrThrow } from "../http/validate";
+import { explainEvent } from "./explain";
+import { AUDIT_COLUMNS, auditRetentionDays, toAuditRow } from "./search";
+import { eventParams, type EventAnswer, type KeyRow } from "./schema";
+
+export const TIMELINE_LIMIT = 1000;
+
+type KeyDbRow = {
+  now: Date;
+  event_type: string | null;
+  status: "done" | "processing" | null;
+  received_at: Date | null;
+  expires_at: Date | null;
+  lease_expires_at: Date | null;
+  duplicate_count: number | null;
+  last_duplicate_at: Date | null;
+};
+
+export async function getEventAnswer(input: { source: string; eventId: string }): Promise<EventAnswer> {
+  const { source, eventId } = parseOrThrow(eventParams, input);
+  const retentionDays = auditRetentionDays();
+  const [keyRows, timelineRows] = await Promise.all([
+    query<KeyDbRow>(
+      `SELECT now() AS now, k.* FROM (SELECT 1) AS one LEFT JOIN LATERAL (
+         SELECT event_type, status, received_at, expires_at, lease_expires_at, duplicate_count, last_duplicate_at
+         FROM dedup_keys WHERE source = $1 AND event_id = $2) AS k ON true`,
+      [source, eventId],
+    ),
+    query<Parameters<typeof toAuditRow>[0]>(
+      `SELECT ${AUDIT_COLUMNS} FROM audit_events
+       WHERE source = $1 AND event_id = $2 AND at >= now() - make_interval(days => $3)
+       ORDER BY at DESC, id DESC LIMIT $4`,
+      [source, eventId, retentionDays, TIMELINE_LIMIT + 1],
+    ),
+  ]);
+  const k = keyRows[0];
+  const row: KeyRow | null =
+    k.status && k.received_at && k.expires_at
+      ? {
+          eventType: k.event_type ?? "",
+          status: k.status,
+          receivedAt: k.received_at.toISOString(),
+          expiresAt: k.expires_at.toISOString(),
+          leaseExpiresAt: k.lease_expires_at?.toISOString() ?? null,
+          duplicateCount: k.duplicate_count ?? 0,
+          lastDuplicateAt: k.last_duplicate_at?.toISOString() ?? null,
+        }
+      : null;
+  const timeline = timelineRows.slice(0, TIMELINE_LIMIT).map(toAuditRow).reverse();
+  return {
+    ...explainEvent({ source, eventId, row }, timeline, k.now),
+    asOf: k.now.toISOString(),
+    retentionDays,
+    timeline,
+    timelineTruncated: timelineRows.length > TIMELINE_LIMIT,
+  };
+}

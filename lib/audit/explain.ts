@@ -1,0 +1,112 @@
+/**
+ * "Did we process event X, and when?": joins the two lifetimes of an event, the dedup key as it is now
+ * (short-lived, pruned after its TTL) and the audit history (kept for months), into one answer. Pure: the
+ * caller reads the key row and the timeline; this decides what they mean.
+ *
+ * When the key is gone, its expiry comes from the history: the last claim row's `detail.expiresAt`
+ * (written by the claim statement, lib/claims/claim.ts); a `released` row after it means the key was
+ * deleted on purpose so the next delivery would be processed.
+ */
+import { CLAIM_KINDS, type AuditRow, type EventExplanation, type KeyRow } from "./schema";
+
+/** Audit times carry microseconds; the answer speaks in plain ISO instants like the key's. */
+const iso = (x: string | null | undefined) => (x ? new Date(x).toISOString() : null);
+
+const isClaim = (r: AuditRow) => (CLAIM_KINDS as readonly string[]).includes(r.kind);
+
+function detailTime(r: AuditRow | undefined, field: string): string | null {
+  const v = r?.detail?.[field];
+  if (typeof v !== "string" || Number.isNaN(Date.parse(v))) return null;
+  return new Date(v).toISOString();
+}
+
+const maxIso = (...xs: (string | null | undefined)[]) =>
+  xs.map(iso).filter((x): x is string => !!x).reduce<string | null>((m, x) => (m === null || Date.parse(x) > Date.parse(m) ? x : m), null);
+const minIso = (...xs: (string | null | undefined)[]) =>
+  xs.map(iso).filter((x): x is string => !!x).reduce<string | null>((m, x) => (m === null || Date.parse(x) < Date.parse(m) ? x : m), null);
+
+/** `timeline` oldest first; `now` the database time of the key read. */
+export function explainEvent(
+  key: { source: string; eventId: string; row: KeyRow | null },
+  timeline: readonly AuditRow[],
+  now: Date,
+): EventExplanation {
+  const claims = timeline.filter(isClaim);
+  const lastClaim = claims[claims.length - 1];
+  const afterLastClaim = lastClaim ? timeline.slice(timeline.indexOf(lastClaim) + 1) : timeline;
+  const completed = afterLastClaim.filter((r) => r.kind === "completed").pop();
+  const released = afterLastClaim.filter((r) => r.kind === "released").pop();
+  const row = key.row;
+
+  const processedAt = row ? maxIso(row.receivedAt, lastClaim?.at) : iso(lastClaim?.at);
+  const base = {
+    source: key.source,
+    eventId: key.eventId,
+    eventType: row?.eventType ?? lastClaim?.eventType ?? timeline.find((r) => r.eventType)?.eventType ?? null,
+    processedAt,
+    completedAt: iso(completed?.at),
+    releasedAt: iso(released?.at),
+    firstSeenAt: minIso(claims[0]?.at, row?.receivedAt),
+    lastSeenAt: maxIso(lastClaim?.at, row?.receivedAt, row?.lastDuplicateAt),
+    claims: Math.max(claims.length, row ? 1 : 0),
+  };
+
+  if (row) {
+    const alive = Date.parse(row.expiresAt) > now.getTime();
+    const what =
+      row.status === "processing"
+        ? `Claimed at ${processedAt}, still processing (lease until ${row.leaseExpiresAt})`
+        : `Processed at ${processedAt}`;
+    return {
+      ...base,
+      fate: alive ? "alive" : "expired",
+      sentence: alive
+        ? `${what}; key alive until ${row.expiresAt}.`
+        : `${what}; key expired at ${row.expiresAt} and is waiting to be pruned.`,
+      status: row.status,
+      keyExpiresAt: row.expiresAt,
+      leaseExpiresAt: row.leaseExpiresAt,
+      duplicateCount: row.duplicateCount,
+    };
+  }
+
+  const gone = { status: null, leaseExpiresAt: null, duplicateCount: null } as const;
+  if (!lastClaim) {
+    return {
+      ...base,
+      ...gone,
+      fate: "never_seen",
+      sentence: "Never seen: no key now and no claim in the audit history.",
+      keyExpiresAt: null,
+    };
+  }
+  const expiresAt = detailTime(lastClaim, "expiresAt");
+  if (released) {
+    return {
+      ...base,
+      ...gone,
+      fate: "released",
+      sentence: `Claimed at ${processedAt} and released at ${base.releasedAt}: the key was deleted, so the next delivery is processed again.`,
+      keyExpiresAt: null,
+    };
+  }
+  if (expiresAt && Date.parse(expiresAt) <= now.getTime()) {
+    // A claim without a lease is done at once; a leased one is done when a `completed` row follows it.
+    const done = completed || !lastClaim.detail?.leaseExpiresAt;
+    const how = done ? "Processed" : "Claimed (never completed)";
+    return {
+      ...base,
+      ...gone,
+      fate: "pruned",
+      sentence: `${how} at ${processedAt}; key expired at ${expiresAt} and was pruned.`,
+      keyExpiresAt: expiresAt,
+    };
+  }
+  return {
+    ...base,
+    ...gone,
+    fate: "missing",
+    sentence: `Claimed at ${processedAt}, but the key is gone before its expiry${expiresAt ? ` (${expiresAt})` : ""}: it was deleted outside Keyward.`,
+    keyExpiresAt: expiresAt,
+  };
+}

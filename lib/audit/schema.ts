@@ -1,0 +1,144 @@
+/**
+ * Zod schemas and types of the audit history's search, export and event explanation, shared by the
+ * routes, the console and the tests. No server code: the console imports this file.
+ */
+import { z } from "zod";
+import { eventId, eventType, sourceName } from "../claims/schema";
+
+/**
+ * The kinds Keyward writes today. The kind filter is open (any well-formed kind is accepted, so a kind a
+ * newer version writes can be searched), but these are the ones offered in the console.
+ */
+export const KNOWN_AUDIT_KINDS = [
+  "claimed",
+  "lease_takeover",
+  "reclaimed_after_expiry",
+  "completed",
+  "released",
+  "dead_lettered",
+  "replayed",
+  "operator",
+] as const;
+
+/** Kinds that (re)create a claim on the key: their detail carries `expiresAt`. */
+export const CLAIM_KINDS = ["claimed", "lease_takeover", "reclaimed_after_expiry"] as const;
+
+export const auditKind = z
+  .string()
+  .regex(/^[a-z][a-z0-9_]{0,39}$/, `must be a kind such as ${KNOWN_AUDIT_KINDS.join(", ")}`);
+
+export const DEFAULT_RANGE_DAYS = 30;
+export const MAX_PAGE = 500;
+
+/** `<at with microseconds, UTC>_<id>`: the last row of the previous page. */
+const CURSOR = /^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d{1,6})?Z)_(\d{1,19})$/;
+
+export const auditCursor = z
+  .string()
+  .regex(CURSOR, "must be a cursor from a previous page")
+  .refine((c) => !Number.isNaN(Date.parse(c.split("_")[0])), "must be a cursor from a previous page");
+
+export function parseCursor(cursor: string): { at: string; id: string } {
+  const m = CURSOR.exec(cursor);
+  if (!m) throw new Error("not a cursor");
+  return { at: m[1], id: m[2] };
+}
+
+const instant = z.iso.datetime({ offset: true, error: "must be an ISO 8601 time, e.g. 2026-12-01T00:00:00Z" });
+
+/** The filters common to a search and its CSV export. Everything matches exactly except eventIdPrefix. */
+export const auditFilters = z.strictObject({
+  source: sourceName.optional(),
+  eventId: eventId.optional(),
+  eventIdPrefix: eventId.optional(),
+  eventType: eventType.optional(),
+  kind: auditKind.optional(),
+  actor: z.string().min(1).max(200).optional(),
+  /** Inclusive. Default: `to` minus 30 days, or with an exact eventId, the whole audit retention. */
+  from: instant.optional(),
+  /** Exclusive. Default: no upper bound (now). */
+  to: instant.optional(),
+});
+
+export const auditSearchQuery = auditFilters.extend({
+  limit: z.coerce.number().int().min(1).max(MAX_PAGE, `must be at most ${MAX_PAGE}`).default(100),
+  cursor: auditCursor.optional(),
+});
+
+export type AuditFilters = z.infer<typeof auditFilters>;
+export type AuditSearchQuery = z.infer<typeof auditSearchQuery>;
+
+export type AuditRow = {
+  id: string;
+  /** ISO time with microseconds. */
+  at: string;
+  source: string | null;
+  eventId: string | null;
+  eventType: string | null;
+  kind: string;
+  actor: string | null;
+  detail: Record<string, unknown> | null;
+};
+
+export type AuditPage = {
+  rows: AuditRow[];
+  /** Pass as `cursor` for the next (older) page; null on the last page. */
+  next: string | null;
+  /** The time range searched, defaults filled in. */
+  range: { from: string; to: string | null };
+};
+
+export const eventParams = z.strictObject({ source: sourceName, eventId });
+
+/** The dedup key as stored now (dedup_keys), or null when there is no row. */
+export type KeyRow = {
+  eventType: string;
+  status: "done" | "processing";
+  receivedAt: string;
+  expiresAt: string;
+  leaseExpiresAt: string | null;
+  duplicateCount: number;
+  lastDuplicateAt: string | null;
+};
+
+/**
+ * What became of an event's key:
+ * - `alive`: the key exists and protects against duplicates until `keyExpiresAt`;
+ * - `expired`: the key's TTL has passed, the pruner has not deleted it yet;
+ * - `pruned`: the history shows a claim whose key expired at `keyExpiresAt` and is gone;
+ * - `released`: the last thing that happened was a release (the key was deleted so a retry is processed);
+ * - `missing`: the history shows a claim but the key is gone before its expiry (deleted outside Keyward);
+ * - `never_seen`: no key and no history within the audit retention.
+ */
+export type KeyFate = "alive" | "expired" | "pruned" | "released" | "missing" | "never_seen";
+
+export type EventExplanation = {
+  source: string;
+  eventId: string;
+  fate: KeyFate;
+  /** The answer in one sentence. */
+  sentence: string;
+  eventType: string | null;
+  status: "done" | "processing" | null;
+  /** When the latest claim was made (the delivery that was processed). */
+  processedAt: string | null;
+  completedAt: string | null;
+  releasedAt: string | null;
+  keyExpiresAt: string | null;
+  leaseExpiresAt: string | null;
+  firstSeenAt: string | null;
+  lastSeenAt: string | null;
+  /** Duplicates counted on the live key; null once the key is gone (they are not kept after it). */
+  duplicateCount: number | null;
+  claims: number;
+};
+
+export type EventAnswer = EventExplanation & {
+  /** The database time the answer was computed at. */
+  asOf: string;
+  retentionDays: number;
+  /** Oldest first. */
+  timeline: AuditRow[];
+  /** True when the event has more audit rows than the page shows (the oldest are left out). */
+  timelineTruncated: boolean;
+};

@@ -1,0 +1,104 @@
+/**
+ * Searching the audit history: newest first, keyset-paginated on the primary key (at, id) — a cursor is
+ * the last row's exact (at, id), so a page never skips or repeats a row, however many rows arrive while
+ * someone pages. Every search is bounded in time (see resolveRange), so PostgreSQL reads only the
+ * monthly partitions of that range.
+ */
+import { loadEnv } from "../config/env";
+import { query } from "../db/sql";
+import { KeywardError } from "../errors";
+import { DEFAULT_RANGE_DAYS, parseCursor, type AuditFilters, type AuditPage, type AuditRow, type AuditSearchQuery } from "./schema";
+
+const DAY_MS = 86400 * 1000;
+
+export function auditRetentionDays(): number {
+  return Math.max(90, loadEnv().KEYWARD_AUDIT_RETENTION_DAYS);
+}
+
+/**
+ * The time range a search reads: `from` inclusive, `to` exclusive (null: up to now, rows still arriving
+ * included). Defaults: `from` is 30 days before `to` (or now), or, for an exact eventId, the whole
+ * retention. A range wider than the retention, or one that ends before it starts, is a 422.
+ */
+export function resolveRange(f: Pick<AuditFilters, "from" | "to" | "eventId">, now: Date, retentionDays: number): { from: Date; to: Date | null } {
+  const to = f.to ? new Date(f.to) : null;
+  const end = to ?? now;
+  const from = f.from ? new Date(f.from) : new Date(end.getTime() - (f.eventId ? retentionDays : DEFAULT_RANGE_DAYS) * DAY_MS);
+  if (to && from.getTime() >= to.getTime()) {
+    throw KeywardError.unprocessable("invalid_range", "from must be before to", { field: "from" });
+  }
+  if (end.getTime() - from.getTime() > retentionDays * DAY_MS) {
+    throw KeywardError.unprocessable(
+      "range_too_wide",
+      `the range from ${from.toISOString()} to ${to ? to.toISOString() : "now"} is wider than the audit retention of ${retentionDays} days (KEYWARD_AUDIT_RETENTION_DAYS)`,
+      { field: "from", retentionDays },
+    );
+  }
+  return { from, to };
+}
+
+/** `abc_%` → `abc\_\%`: a prefix matched literally by LIKE. */
+export function likePrefix(prefix: string): string {
+  return prefix.replace(/[\\%_]/g, (c) => `\\${c}`) + "%";
+}
+
+type DbRow = {
+  id: string;
+  at: string;
+  source: string | null;
+  event_id: string | null;
+  event_type: string | null;
+  kind: string;
+  actor: string | null;
+  detail: Record<string, unknown> | null;
+};
+
+export const AUDIT_COLUMNS = `id::text AS id, to_char(at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS at,
+  source, event_id, event_type, kind, actor, detail`;
+
+export function toAuditRow(r: DbRow): AuditRow {
+  return { id: r.id, at: r.at, source: r.source, eventId: r.event_id, eventType: r.event_type, kind: r.kind, actor: r.actor, detail: r.detail };
+}
+
+/** The SELECT of one page: filters, range, cursor, newest first. */
+export function auditPageSql(
+  f: AuditFilters,
+  range: { from: Date; to: Date | null },
+  cursor: string | undefined,
+  limit: number,
+): { text: string; values: unknown[] } {
+  const values: unknown[] = [];
+  const p = (v: unknown) => `$${values.push(v)}`;
+  const where = [`at >= ${p(range.from)}`];
+  if (range.to) where.push(`at < ${p(range.to)}`);
+  if (f.source) where.push(`source = ${p(f.source)}`);
+  if (f.eventId) where.push(`event_id = ${p(f.eventId)}`);
+  if (f.eventIdPrefix) where.push(`event_id LIKE ${p(likePrefix(f.eventIdPrefix))}`);
+  if (f.eventType) where.push(`event_type = ${p(f.eventType)}`);
+  if (f.kind) where.push(`kind = ${p(f.kind)}`);
+  if (f.actor) where.push(`actor = ${p(f.actor)}`);
+  if (cursor) {
+    const c = parseCursor(cursor);
+    where.push(`(at, id) < (${p(c.at)}::timestamptz, ${p(c.id)}::bigint)`);
+  }
+  return {
+    text: `SELECT ${AUDIT_COLUMNS} FROM audit_events WHERE ${where.join(" AND ")} ORDER BY at DESC, id DESC LIMIT ${p(limit)}`,
+    values,
+  };
+}
+
+export const cursorOf = (r: AuditRow) => `${r.at}_${r.id}`;
+
+/** One page of a search. `now` is the server's clock (the range defaults are computed from it). */
+export async function searchAudit(q: AuditSearchQuery, now = new Date()): Promise<AuditPage> {
+  const range = resolveRange(q, now, auditRetentionDays());
+  const { text, values } = auditPageSql(q, range, q.cursor, q.limit + 1);
+  const rows = (await query<DbRow>(text, values)).map(toAuditRow);
+  const page = rows.slice(0, q.limit);
+  const last = page[page.length - 1];
+  return {
+    rows: page,
+    next: rows.length > q.limit && last ? cursorOf(last) : null,
+    range: { from: range.from.toISOString(), to: range.to?.toISOString() ?? null },
+  };
+}
