@@ -35,7 +35,7 @@ export async function getEventAnswer(input: { source: string; eventId: string })
     query<Parameters<typeof toAuditRow>[0]>(
       `SELECT ${AUDIT_COLUMNS} FROM audit_events
        WHERE source = $1 AND event_id = $2 AND at >= now() - make_interval(days => $3)
-       ORDER BY at DESC, id DESC LIMIT $4`,
+       ORDER BY audit_events.at DESC, audit_events.id DESC LIMIT $4`,
       [source, eventId, retentionDays, TIMELINE_LIMIT + 1],
     ),
   ]);

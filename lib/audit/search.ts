@@ -53,6 +53,7 @@ type DbRow = {
   detail: Record<string, unknown> | null;
 };
 
+/** Output names shadow the table's columns in ORDER BY: order by `audit_events.at`, never by a bare `at`. */
 export const AUDIT_COLUMNS = `id::text AS id, to_char(at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS at,
   source, event_id, event_type, kind, actor, detail`;
 
@@ -82,7 +83,7 @@ export function auditPageSql(
     where.push(`(at, id) < (${p(c.at)}::timestamptz, ${p(c.id)}::bigint)`);
   }
   return {
-    text: `SELECT ${AUDIT_COLUMNS} FROM audit_events WHERE ${where.join(" AND ")} ORDER BY at DESC, id DESC LIMIT ${p(limit)}`,
+    text: `SELECT ${AUDIT_COLUMNS} FROM audit_events WHERE ${where.join(" AND ")} ORDER BY audit_events.at DESC, audit_events.id DESC LIMIT ${p(limit)}`,
     values,
   };
 }
