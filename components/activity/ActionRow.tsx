@@ -1,6 +1,8 @@
 "use client";
 
 import { useId, useState } from "react";
+import { keyOfTarget } from "@/components/audit/prepare";
+import { EventLink } from "@/components/ui/EventLink";
 import { formatDateTime } from "@/components/ui/format";
 import { detailEntries, formatDetailValue } from "./prepare";
 import type { ActionRecord } from "./queries";
@@ -12,6 +14,7 @@ export function ActionRow({ action: a }: { action: ActionRecord }) {
   const [open, setOpen] = useState(false);
   const id = useId();
   const details = detailEntries(a);
+  const key = keyOfTarget(a.target);
   return (
     <>
       <tr>
@@ -23,7 +26,14 @@ export function ActionRow({ action: a }: { action: ActionRecord }) {
         <td className="mono">{a.actor}</td>
         <td className="mono">{a.action}</td>
         <td>
-          {a.target ? (
+          {key ? (
+            <>
+              <span className="muted">{a.target!.type}</span>{" "}
+              <EventLink source={key.source} eventId={key.eventId}>
+                {a.target!.id}
+              </EventLink>
+            </>
+          ) : a.target ? (
             <>
               <span className="muted">{a.target.type}</span> <span className="mono">{a.target.id}</span>
             </>

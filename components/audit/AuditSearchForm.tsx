@@ -1,0 +1,136 @@
+"use client";
+
+import type { FormEvent } from "react";
+import { useQuery } from "@tanstack/react-query";
+import { sourcesQuery } from "@/components/sources/queries";
+import { useHydrated } from "@/components/ui/useHydrated";
+import { isoToLocalInput, KNOWN_AUDIT_KINDS, localInputToIso } from "./prepare";
+import type { AuditSearchFilters } from "./queries";
+
+/**
+ * The audit search. The event id comes first: with a source too, submitting goes straight to that event's
+ * page ("did we process it?"); otherwise it searches. The other filters narrow a search; from/to are local
+ * times (the API defaults to the last 30 days, or the whole retention for an exact event id).
+ */
+export function AuditSearchForm({
+  filters,
+  onSearch,
+  onLookup,
+}: {
+  filters: AuditSearchFilters;
+  onSearch: (f: AuditSearchFilters) => void;
+  onLookup: (source: string, eventId: string) => void;
+}) {
+  const hydrated = useHydrated();
+  const sources = useQuery(sourcesQuery());
+  const names = sources.data?.map((s) => s.name) ?? [];
+  if (filters.source && !names.includes(filters.source)) names.unshift(filters.source);
+
+  const submit = (e: FormEvent<HTMLFormElement>) => {
+    e.preventDefault();
+    const form = new FormData(e.currentTarget);
+    const text = (name: string) => String(form.get(name) ?? "").trim() || undefined;
+    const f: AuditSearchFilters = {
+      eventId: text("eventId"),
+      source: text("source"),
+      eventIdPrefix: text("eventIdPrefix"),
+      eventType: text("eventType"),
+      kind: text("kind"),
+      actor: text("actor"),
+      from: localInputToIso(String(form.get("from") ?? "")),
+      to: localInputToIso(String(form.get("to") ?? "")),
+    };
+    if (f.source && f.eventId) return onLookup(f.source, f.eventId);
+    onSearch(Object.fromEntries(Object.entries(f).filter(([, v]) => v !== undefined)) as AuditSearchFilters);
+  };
+  const k = JSON.stringify(filters); // re-seed the uncontrolled inputs when the URL's filters change
+
+  return (
+    <form className="panel audit-search" method="get" onSubmit={submit} aria-label="Search the audit history" key={k}>
+      <div className="audit-search__lookup">
+        <div className="field audit-search__event">
+          <label className="field__label" htmlFor="audit-event-id">
+            Event id
+          </label>
+          <input
+            className="input input--wide mono"
+            id="audit-event-id"
+            name="eventId"
+            defaultValue={filters.eventId ?? ""}
+            placeholder="Paste an event id, e.g. evt_1Nq…"
+            autoComplete="off"
+            spellCheck={false}
+            autoFocus
+          />
+        </div>
+        <div className="field">
+          <label className="field__label" htmlFor="audit-source">
+            Source
+          </label>
+          <select className="input" id="audit-source" name="source" defaultValue={filters.source ?? ""}>
+            <option value="">Any source</option>
+            {names.map((n) => (
+              <option key={n} value={n}>
+                {n}
+              </option>
+            ))}
+          </select>
+        </div>
+        <div className="form__actions">
+          <button type="submit" className="button button--primary" disabled={!hydrated}>
+            Search
+          </button>
+        </div>
+      </div>
+      <p className="field__hint field__hint--wide">
+        With a source and an event id, Search opens that event&apos;s page: whether it was processed, when, and what became of its key.
+      </p>
+      <details className="audit-search__more" open={Boolean(filters.eventIdPrefix || filters.eventType || filters.kind || filters.actor || filters.from || filters.to)}>
+        <summary>More filters</summary>
+        <div className="filters">
+          <div className="field">
+            <label className="field__label" htmlFor="audit-prefix">
+              Event id starts with
+            </label>
+            <input className="input mono" id="audit-prefix" name="eventIdPrefix" defaultValue={filters.eventIdPrefix ?? ""} autoComplete="off" spellCheck={false} />
+          </div>
+          <div className="field">
+            <label className="field__label" htmlFor="audit-type">
+              Event type
+            </label>
+            <input className="input mono" id="audit-type" name="eventType" defaultValue={filters.eventType ?? ""} placeholder="invoice.paid" autoComplete="off" spellCheck={false} />
+          </div>
+          <div className="field">
+            <label className="field__label" htmlFor="audit-kind">
+              Kind
+            </label>
+            <input className="input mono" id="audit-kind" name="kind" list="audit-kinds" defaultValue={filters.kind ?? ""} placeholder="claimed, released, …" autoComplete="off" spellCheck={false} />
+            <datalist id="audit-kinds">
+              {KNOWN_AUDIT_KINDS.map((kind) => (
+                <option key={kind} value={kind} />
+              ))}
+            </datalist>
+          </div>
+          <div className="field">
+            <label className="field__label" htmlFor="audit-actor">
+              Actor
+            </label>
+            <input className="input mono" id="audit-actor" name="actor" defaultValue={filters.actor ?? ""} placeholder="apikey:billing, user:alice" autoComplete="off" spellCheck={false} />
+          </div>
+          <div className="field">
+            <label className="field__label" htmlFor="audit-from">
+              From
+            </label>
+            <input className="input" type="datetime-local" id="audit-from" name="from" defaultValue={isoToLocalInput(filters.from)} />
+          </div>
+          <div className="field">
+            <label className="field__label" htmlFor="audit-to">
+              To
+            </label>
+            <input className="input" type="datetime-local" id="audit-to" name="to" defaultValue={isoToLocalInput(filters.to)} />
+          </div>
+        </div>
+      </details>
+    </form>
+  );
+}

@@ -1,0 +1,51 @@
+import { formatDateTime } from "@/components/ui/format";
+import { isKnownKind, kindLabel } from "./prepare";
+import type { AuditRow } from "./queries";
+
+const KIND_CLASS: Record<string, string> = {
+  claimed: "status--ok",
+  reclaimed_after_expiry: "status--ok",
+  completed: "status--ok",
+  lease_takeover: "status--warn",
+  released: "status--warn",
+  dead_lettered: "status--error",
+};
+
+/** An event's audit rows, oldest first, each with its actor and recorded detail. Kinds this console does not know are shown as stored. */
+export function EventTimeline({ rows }: { rows: AuditRow[] }) {
+  return (
+    <ol className="timeline" aria-label="Audit timeline, oldest first">
+      {rows.map((r) => (
+        <li key={r.id} className="timeline__item">
+          <div className="timeline__head">
+            <time dateTime={r.at} title={r.at}>
+              {formatDateTime(r.at, true)}
+            </time>{" "}
+            <span className={`status ${KIND_CLASS[r.kind] ?? ""}`} title={r.kind}>
+              {kindLabel(r.kind)}
+            </span>
+            {!isKnownKind(r.kind) && <span className="muted small"> (a kind this console does not describe yet)</span>}
+            {r.actor && (
+              <span className="muted">
+                {" "}
+                by <span className="mono">{r.actor}</span>
+              </span>
+            )}
+          </div>
+          {r.detail && Object.keys(r.detail).length > 0 && (
+            <dl className="detail-list">
+              {Object.entries(r.detail).map(([k, v]) => (
+                <div key={k} className="detail-list__item">
+                  <dt>{k}</dt>
+                  <dd>
+                    <pre className="detail-list__value">{typeof v === "string" ? v : JSON.stringify(v, null, 2)}</pre>
+                  </dd>
+                </div>
+              ))}
+            </dl>
+          )}
+        </li>
+      ))}
+    </ol>
+  );
+}
