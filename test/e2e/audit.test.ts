@@ -1,0 +1,156 @@
+/**
+ * The Audit screens in a real headless Chromium, against the real server: claims made through the HTTP
+ * API, searched by a viewer; the event page's answer and timeline; an event whose key was pruned (1 s TTL,
+ * the real pruner) still explains as processed, expired and pruned. In a database of its own: the pruner
+ * deletes every expired key, and other files keep expired keys on purpose. No page may report a browser
+ * error (a CSP violation is one).
+ */
+import type { Browser, BrowserContext, Page } from "playwright-core";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { cliPrincipal } from "../../lib/auth/principal";
+import type { Role } from "../../lib/auth/roles";
+import { createUser } from "../../lib/auth/users";
+import { pruneExpiredKeys } from "../../lib/retention/prune";
+import { call } from "../setup/auth";
+import { launchChromium, openPage as openBrowserPage } from "../setup/browser";
+import { makeSource, sql, uniq } from "../setup/db";
+import { makeApiKey } from "../setup/http";
+import { usePrivateDatabase } from "../setup/private-db";
+import { baseEnv, freePort, startKeyward, stopServer, type Server } from "../setup/server";
+
+const PASSWORD = "correct-horse-battery";
+const BROWSER_TEST_MS = 60_000;
+
+usePrivateDatabase();
+let browser: Browser | undefined;
+let baseUrl: string;
+let claimKey: string;
+const spawned: Server[] = [];
+const contexts: BrowserContext[] = [];
+
+beforeAll(async () => {
+  const port = await freePort();
+  baseUrl = `http://127.0.0.1:${port}`;
+  await startKeyward(
+    Object.assign(baseEnv(), { PORT: String(port), HOSTNAME: "127.0.0.1", KEYWARD_TRUST_PROXY: "true" }),
+    spawned,
+  );
+  browser = await launchChromium();
+  await makeUser("admin"); // with no admin yet, the sign-in page offers the first-run setup instead
+  claimKey = (await makeApiKey(["claims:write"])).key;
+}, 660_000);
+
+afterAll(async () => {
+  for (const c of contexts) await c.close().catch(() => {});
+  await browser?.close();
+  for (const s of spawned) await stopServer(s); // before the private database is dropped
+}, 30_000);
+
+async function makeUser(role: Role): Promise<string> {
+  const { user } = await createUser({ username: uniq(role), role, password: PASSWORD }, cliPrincipal());
+  return user.username;
+}
+
+async function claim(source: string, eventId: string, eventType = "invoice.paid"): Promise<any> {
+  const res = await call(baseUrl, "POST", "/api/v1/claims", { key: claimKey, body: { source, eventId, eventType } });
+  if (res.status !== 200 && res.status !== 201) throw new Error(`claim failed: ${res.status} ${res.text}`);
+  return res.body;
+}
+
+/** A viewer signs in on the sign-in page and opens the Audit screen from the navigation. */
+async function viewerOnAudit(): Promise<{ page: Page; errors: string[] }> {
+  const opened = await openBrowserPage(browser!, contexts);
+  const { page } = opened;
+  const username = await makeUser("viewer");
+  await page.goto(baseUrl + "/sign-in");
+  await page.getByLabel("Username", { exact: true }).fill(username);
+  await page.getByLabel("Password", { exact: true }).fill(PASSWORD);
+  await page.getByRole("button", { name: "Sign in", exact: true }).click();
+  await page.waitForURL(baseUrl + "/");
+  await page.getByRole("navigation", { name: "Console" }).getByRole("link", { name: "Audit" }).click();
+  await page.waitForURL(baseUrl + "/audit");
+  return opened;
+}
+
+describe("the Audit screens in Chromium", () => {
+  it(
+    "a viewer pastes an event id with its source and gets the answer and the timeline; a source search pages and links to events",
+    async () => {
+      const source = await makeSource(7 * 86400);
+      const eventId = `ord/${uniq("42")} x`; // a slash and a space survive the URL
+      const claimed = await claim(source, eventId);
+      await claim(source, eventId); // a duplicate
+      for (let i = 0; i < 3; i++) await claim(source, uniq("other"), "charge.failed");
+
+      const { page, errors } = await viewerOnAudit();
+      await page.getByLabel("Event id", { exact: true }).fill(eventId);
+      await page.getByLabel("Source", { exact: true }).selectOption(source);
+      await page.getByRole("button", { name: "Search", exact: true }).click();
+      await page.waitForURL(`${baseUrl}/events/${encodeURIComponent(source)}/${encodeURIComponent(eventId)}`);
+      await expect.poll(() => page.getByRole("heading", { level: 1 }).textContent()).toBe(eventId);
+      const answer = page.getByRole("region", { name: "Answer" });
+      await answer.getByText(/Processed at .*; key alive until /).waitFor();
+      expect(await answer.textContent()).toContain("Key alive");
+      expect(await answer.getByRole("definition").filter({ hasText: /^1$/ }).count()).toBeGreaterThan(0); // one duplicate
+      const timeline = page.getByRole("list", { name: "Audit timeline, oldest first" });
+      expect(await timeline.getByRole("listitem").count()).toBe(1);
+      expect(await timeline.textContent()).toContain("Claimed");
+      expect(await timeline.textContent()).toContain(claimed.expiresAt.slice(0, 19)); // detail.expiresAt shown
+
+      // Back to the search, by source only: a results table whose event ids link to their pages.
+      await page.goto(`${baseUrl}/audit?source=${source}`);
+      const table = page.getByRole("table");
+      await table.getByRole("row").nth(4).waitFor();
+      expect(await table.getByRole("row").count()).toBe(5); // header + 4 claims
+      expect(await page.getByRole("link", { name: "Export CSV" }).getAttribute("href")).toBe(`/api/v1/audit/export?source=${source}`);
+      await table.getByRole("link", { name: eventId }).click();
+      await page.waitForURL(/\/events\//);
+      await page.getByRole("region", { name: "Answer" }).getByText(/key alive until/).waitFor();
+      expect(errors).toEqual([]);
+    },
+    BROWSER_TEST_MS,
+  );
+
+  it(
+    "an event whose key was pruned explains as processed, key expired and pruned; an unknown one as never seen",
+    async () => {
+      const source = await makeSource(1);
+      const eventId = uniq("pruned");
+      const claimed = await claim(source, eventId);
+      await new Promise((r) => setTimeout(r, 1200)); // let the 1 s TTL pass
+      await pruneExpiredKeys({ trigger: "cli", pauseMs: 0 });
+      const [{ n }] = await sql<{ n: number }>("SELECT count(*)::int AS n FROM dedup_keys WHERE source = $1", [source]);
+      expect(n).toBe(0);
+
+      const { page, errors } = await viewerOnAudit();
+      await page.getByLabel("Event id", { exact: true }).fill(eventId);
+      await page.getByLabel("Source", { exact: true }).selectOption(source);
+      await page.getByRole("button", { name: "Search", exact: true }).click();
+      const answer = page.getByRole("region", { name: "Answer" });
+      await answer.getByText(/Processed at .*; key expired at .* and was pruned\./).waitFor();
+      expect(await answer.textContent()).toContain("Key expired and pruned");
+      expect(await answer.getByRole("definition").filter({ hasText: "not kept once the key is gone" }).count()).toBe(1);
+      const expiresAt = page.locator(`time[datetime="${claimed.expiresAt}"]`);
+      expect(await expiresAt.count()).toBeGreaterThan(0);
+
+      await page.goto(`${baseUrl}/events/${source}/never-${uniq()}`);
+      await page.getByText("Never seen: no key now and no claim in the audit history.").waitFor();
+      await page.getByRole("heading", { name: "No audit rows" }).waitFor();
+      expect(errors).toEqual([]);
+    },
+    BROWSER_TEST_MS,
+  );
+
+  it(
+    "a search that matches nothing says so, and a bad filter shows the server's message",
+    async () => {
+      const { page, errors } = await viewerOnAudit();
+      await page.goto(`${baseUrl}/audit?source=${await makeSource()}`);
+      await page.getByRole("heading", { name: "No audit row matches" }).waitFor();
+      await page.goto(`${baseUrl}/audit?kind=NOT%20A%20KIND`);
+      await page.getByRole("alert").getByText(/kind: must be a kind such as/).waitFor();
+      expect(errors.filter((e) => !/422/.test(e))).toEqual([]);
+    },
+    BROWSER_TEST_MS,
+  );
+});
