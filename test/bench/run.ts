@@ -19,8 +19,10 @@
  *
  * Knobs (environment): BENCH_CYCLES (6), BENCH_SLICE_MS (250 for single claims; batches of 100 get
  * 1.5×, of 1000 3×, so that long requests still complete a few times), BENCH_WARM_MS (200),
- * BENCH_OUT (docs/benchmarks.md; "-" to skip writing), BENCH_PARTS ("claims,prune"; "prune" alone
- * replaces only the Pruning section of the existing report), and prune.ts's BENCH_PRUNE_* knobs.
+ * BENCH_OUT (docs/benchmarks.md; "-" to skip writing), BENCH_PARTS ("claims,prune,audit"; "prune" alone
+ * replaces only the Pruning section of the existing report; "audit" alone adds or
+ * replaces the Audit search section), prune.ts's BENCH_PRUNE_* knobs and audit.ts's BENCH_AUDIT_ROWS
+ * (10M) and BENCH_AUDIT_LOOKUPS (500).
  */
 import { execSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
@@ -43,6 +45,7 @@ import { eventsPerSec, median, rotate, summarise, type Paired, type RoundSample 
 import { aimLines, costSplit, markdownReport, textTable, type Aim, type Machine, type Row } from "./report";
 import { benchPruning, pruneMarkdown, pruneText, spliceSection } from "./prune";
 import { readFileSync } from "node:fs";
+import { auditMarkdown, auditText, benchAudit, spliceAuditSection } from "./audit";
 
 import { cliPrincipal } from "../../lib/auth/principal";
 
@@ -62,8 +65,8 @@ const OUT = process.env.BENCH_OUT ?? path.join(ROOT, "docs", "benchmarks.md");
 const CONCURRENCY = [1, 8];
 const BATCH_SIZES = [100, 1000];
 const DUPLICATE_POOL = 20_000;
-const PARTS = new Set((process.env.BENCH_PARTS ?? "claims,prune").split(",").map((p) => p.trim()));
-for (const p of PARTS) if (p !== "claims" && p !== "prune") throw new Error(`BENCH_PARTS: unknown part "${p}" (claims, prune)`);
+const PARTS = new Set((process.env.BENCH_PARTS ?? "claims,prune,audit").split(",").map((p) => p.trim()));
+for (const p of PARTS) if (!["claims", "prune", "audit"].includes(p)) throw new Error(`BENCH_PARTS: unknown part "${p}" (claims, prune, audit)`);
 
 const cleanups: (() => Promise<unknown> | void)[] = [];
 let cleaning: Promise<void> | undefined;
@@ -181,7 +184,7 @@ function aimsOf(rows: Row[]): Aim[] {
 }
 
 async function main(): Promise<void> {
-  if (PARTS.has("claims")) ensureBuild(); // the HTTP scenarios serve the production build
+  if (PARTS.has("claims") || PARTS.has("audit")) ensureBuild(); // the HTTP scenarios serve the production build
 
   const dbName = `keyward_bench_${Date.now()}_${randomBytes(3).toString("hex")}`;
   await adminQuery(`CREATE DATABASE "${dbName}"`);
@@ -231,6 +234,18 @@ async function main(): Promise<void> {
   } else if (claimsDoc !== undefined && OUT !== "-") {
     writeFileSync(OUT, claimsDoc);
     log(`wrote ${path.relative(process.cwd(), OUT)}`);
+  }
+  if (PARTS.has("audit")) {
+    const setup = newPool();
+    extraPools.add(setup);
+    const readKey = await createApiKey({ name: "bench-read", scopes: ["read"] }, ACTOR);
+    const audit = await benchAudit(setup, databaseUrl, readKey.key, log);
+    console.log(`\n${auditText(audit)}`);
+    if (OUT !== "-") {
+      const when = `${new Date().toISOString().replace(/\.\d+Z$/, "Z")} (commit ${commitOf()}, load average ${os.loadavg().map((l) => l.toFixed(2)).join(", ")} at the end)`;
+      writeFileSync(OUT, spliceAuditSection(readFileSync(OUT, "utf8"), auditMarkdown(audit, when)));
+      log(`wrote ${path.relative(process.cwd(), OUT)} (Audit search section)`);
+    }
   }
 }
 
