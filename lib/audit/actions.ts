@@ -9,6 +9,9 @@ import { z } from "zod";
 import { prisma } from "../db/client";
 import type { Prisma, PrismaClient } from "../db/generated/client";
 import { actorOf, type Principal } from "../auth/principal";
+import { query } from "../db/sql";
+import { auditCursor, parseCursor } from "./schema";
+import { AUDIT_COLUMNS, cursorOf, toAuditRow } from "./search";
 
 export const OPERATOR_KIND = "operator";
 
@@ -53,12 +56,8 @@ export async function recordAction(actor: Principal | string, entry: ActionEntry
 
 export const listActionsQuery = z.strictObject({
   limit: z.coerce.number().int().min(1).max(500).default(100),
-  /** Keyset pagination: only actions older than this cursor (`<at ISO>_<id>` from the previous page). */
-  before: z
-    .string()
-    .regex(/^\d{4}-\d\d-\d\dT[\d:.]+Z_\d{1,18}$/, "must be a cursor from a previous page")
-    .refine((c) => !Number.isNaN(Date.parse(c.split("_")[0])), "must be a cursor from a previous page")
-    .optional(),
+  /** Keyset pagination: only actions older than this cursor (`<at ISO>_<id>` from the previous page), as in the audit search. */
+  before: auditCursor.optional(),
   actor: z.string().max(200).optional(),
   action: z.string().max(100).optional(),
 });
@@ -75,35 +74,34 @@ export type ActionRecord = {
   detail: Record<string, unknown>;
 };
 
-/** Newest first, keyset-paginated; reads only `kind = 'operator'` rows through the (kind, at) index. */
+/**
+ * Newest first, keyset-paginated exactly like the audit search (lib/audit/search.ts: the cursor is the
+ * last row's exact `(at, id)`, so no row is skipped or repeated); reads only `kind = 'operator'` rows
+ * through the (kind, at) index.
+ */
 export async function listActions(q: ListActionsQuery): Promise<{ actions: ActionRecord[]; next: string | null }> {
-  let cursor: { at: Date; id: bigint } | undefined;
+  const values: unknown[] = [];
+  const p = (v: unknown) => `$${values.push(v)}`;
+  const where = [`kind = ${p(OPERATOR_KIND)}`];
+  if (q.actor) where.push(`actor = ${p(q.actor)}`);
+  if (q.action) where.push(`detail->>'action' = ${p(q.action)}`);
   if (q.before) {
-    const [at, id] = q.before.split("_");
-    cursor = { at: new Date(at), id: BigInt(id) };
+    const c = parseCursor(q.before);
+    where.push(`(at, id) < (${p(c.at)}::timestamptz, ${p(c.id)}::bigint)`);
   }
-  const rows = await prisma().auditEvent.findMany({
-    where: {
-      kind: OPERATOR_KIND,
-      ...(q.actor ? { actor: q.actor } : {}),
-      ...(q.action ? { detail: { path: ["action"], equals: q.action } } : {}),
-      // `at` has microseconds but the cursor milliseconds: within the cursor's millisecond, the id decides.
-      ...(cursor
-        ? {
-            at: { lt: new Date(cursor.at.getTime() + 1) },
-            OR: [{ at: { lt: cursor.at } }, { id: { lt: cursor.id } }],
-          }
-        : {}),
-    },
-    orderBy: [{ at: "desc" }, { id: "desc" }],
-    take: q.limit + 1,
-  });
+  const rows = (
+    await query<Parameters<typeof toAuditRow>[0]>(
+      `SELECT ${AUDIT_COLUMNS} FROM audit_events WHERE ${where.join(" AND ")}
+       ORDER BY audit_events.at DESC, audit_events.id DESC LIMIT ${p(q.limit + 1)}`,
+      values,
+    )
+  ).map(toAuditRow);
   const page = rows.slice(0, q.limit);
   const actions = page.map((r) => {
-    const detail = (r.detail ?? {}) as Record<string, unknown>;
+    const detail = r.detail ?? {};
     return {
-      id: String(r.id),
-      at: r.at.toISOString(),
+      id: r.id,
+      at: r.at,
       actor: r.actor ?? "",
       action: String(detail.action ?? ""),
       outcome: String(detail.outcome ?? "ok"),
@@ -113,5 +111,5 @@ export async function listActions(q: ListActionsQuery): Promise<{ actions: Actio
     };
   });
   const last = page[page.length - 1];
-  return { actions, next: rows.length > q.limit && last ? `${last.at.toISOString()}_${last.id}` : null };
+  return { actions, next: rows.length > q.limit && last ? cursorOf(last) : null };
 }

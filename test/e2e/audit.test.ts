@@ -57,11 +57,11 @@ async function claim(source: string, eventId: string, eventType = "invoice.paid"
   return res.body;
 }
 
-/** A viewer signs in on the sign-in page and opens the Audit screen from the navigation. */
-async function viewerOnAudit(): Promise<{ page: Page; errors: string[] }> {
+/** A viewer (or `role`) signs in on the sign-in page and opens the Audit screen from the navigation. */
+async function viewerOnAudit(role: Role = "viewer"): Promise<{ page: Page; errors: string[] }> {
   const opened = await openBrowserPage(browser!, contexts);
   const { page } = opened;
-  const username = await makeUser("viewer");
+  const username = await makeUser(role);
   await page.goto(baseUrl + "/sign-in");
   await page.getByLabel("Username", { exact: true }).fill(username);
   await page.getByLabel("Password", { exact: true }).fill(PASSWORD);
@@ -136,6 +136,35 @@ describe("the Audit screens in Chromium", () => {
       await page.goto(`${baseUrl}/events/${source}/never-${uniq()}`);
       await page.getByText("Never seen: no key now and no claim in the audit history.").waitFor();
       await page.getByRole("heading", { name: "No audit rows" }).waitFor();
+      expect(errors).toEqual([]);
+    },
+    BROWSER_TEST_MS,
+  );
+
+  it(
+    "an operator's release in the Activity log links to the event's page, which explains the release",
+    async () => {
+      const source = await makeSource();
+      const eventId = uniq("stuck");
+      const leased = await call(baseUrl, "POST", "/api/v1/claims", {
+        key: claimKey,
+        body: { source, eventId, eventType: "invoice.paid", leaseSeconds: 600 },
+      });
+      expect(leased.status).toBe(201);
+      const operatorKey = (await makeApiKey(["operator"])).key;
+      const released = await call(baseUrl, "POST", "/api/v1/claims/release", { key: operatorKey, body: { source, eventId } });
+      expect(released.status).toBe(200);
+
+      const { page, errors } = await viewerOnAudit("operator");
+      await page.getByRole("navigation", { name: "Console" }).getByRole("link", { name: "Activity" }).click();
+      await page.waitForURL(baseUrl + "/activity");
+      await page.getByRole("link", { name: `${source}/${eventId}` }).click();
+      await page.waitForURL(`${baseUrl}/events/${source}/${eventId}`);
+      const answer = page.getByRole("region", { name: "Answer" });
+      await answer.getByText(/^Claimed at .* and released at .*: the key was deleted/).waitFor();
+      const timeline = page.getByRole("list", { name: "Audit timeline, oldest first" });
+      await timeline.getByText("Operator action").waitFor();
+      expect(await timeline.getByRole("listitem").count()).toBe(3); // claimed, released, the operator's key.release
       expect(errors).toEqual([]);
     },
     BROWSER_TEST_MS,

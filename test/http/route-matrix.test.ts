@@ -120,6 +120,9 @@ describe("every route under app/api declares who may call it", () => {
     expect(files.size).toBeGreaterThanOrEqual(10);
     expect(exportsFound.map(label)).toContain("POST /api/v1/claims");
     expect(exportsFound.map(label)).toContain("PATCH /api/v1/users/[username]");
+    for (const audit of ["GET /api/v1/audit", "GET /api/v1/audit/export", "GET /api/v1/events/[source]/[eventId]"]) {
+      expect(exportsFound.map(label)).toContain(audit);
+    }
   });
 
   it("each exported handler carries .access ({ allow: [...] } or { public: reason }) from route()", () => {
