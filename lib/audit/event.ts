@@ -3,13 +3,28 @@
  * it works whether dedup_keys is one table or partitioned) and its audit timeline within the retention,
  * explained by explainEvent (pure). Works for keys pruned long ago: the history outlives them.
  */
-import { query } from "../db/sql";
+import { query, type PreparedSql } from "../db/sql";
 import { parseOrThrow } from "../http/validate";
 import { explainEvent } from "./explain";
 import { AUDIT_COLUMNS, auditRetentionDays, toAuditRow } from "./search";
 import { eventParams, type EventAnswer, type KeyRow } from "./schema";
 
 export const TIMELINE_LIMIT = 1000;
+
+// Prepared: planning the timeline over a year of partitions costs more than running it.
+const KEY_SQL: PreparedSql = {
+  name: "keyward_event_key",
+  text: `SELECT now() AS now, k.* FROM (SELECT 1) AS one LEFT JOIN LATERAL (
+    SELECT event_type, status, received_at, expires_at, lease_expires_at, duplicate_count, last_duplicate_at
+    FROM dedup_keys WHERE source = $1 AND event_id = $2) AS k ON true`,
+};
+
+const TIMELINE_SQL: PreparedSql = {
+  name: "keyward_event_timeline",
+  text: `SELECT ${AUDIT_COLUMNS} FROM audit_events
+    WHERE source = $1 AND event_id = $2 AND at >= now() - make_interval(days => $3)
+    ORDER BY audit_events.at DESC, audit_events.id DESC LIMIT $4`,
+};
 
 type KeyDbRow = {
   now: Date;
@@ -26,18 +41,8 @@ export async function getEventAnswer(input: { source: string; eventId: string })
   const { source, eventId } = parseOrThrow(eventParams, input);
   const retentionDays = auditRetentionDays();
   const [keyRows, timelineRows] = await Promise.all([
-    query<KeyDbRow>(
-      `SELECT now() AS now, k.* FROM (SELECT 1) AS one LEFT JOIN LATERAL (
-         SELECT event_type, status, received_at, expires_at, lease_expires_at, duplicate_count, last_duplicate_at
-         FROM dedup_keys WHERE source = $1 AND event_id = $2) AS k ON true`,
-      [source, eventId],
-    ),
-    query<Parameters<typeof toAuditRow>[0]>(
-      `SELECT ${AUDIT_COLUMNS} FROM audit_events
-       WHERE source = $1 AND event_id = $2 AND at >= now() - make_interval(days => $3)
-       ORDER BY audit_events.at DESC, audit_events.id DESC LIMIT $4`,
-      [source, eventId, retentionDays, TIMELINE_LIMIT + 1],
-    ),
+    query<KeyDbRow>(KEY_SQL, [source, eventId]),
+    query<Parameters<typeof toAuditRow>[0]>(TIMELINE_SQL, [source, eventId, retentionDays, TIMELINE_LIMIT + 1]),
   ]);
   const k = keyRows[0];
   const row: KeyRow | null =

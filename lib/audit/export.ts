@@ -37,8 +37,8 @@ export async function exportAuditCsv(f: AuditFilters, o: ExportOptions = {}): Pr
   const range = resolveRange(f, o.now ?? new Date(), auditRetentionDays());
   const encoder = new TextEncoder();
   const readBatch = async (cursor: string | undefined) => {
-    const { text, values } = auditPageSql(f, range, cursor, batchSize);
-    const rows = (await query<Parameters<typeof toAuditRow>[0]>(text, values)).map(toAuditRow);
+    const { values, ...sql } = auditPageSql(f, range, cursor, batchSize);
+    const rows = (await query<Parameters<typeof toAuditRow>[0]>(sql, values)).map(toAuditRow);
     o.onBatch?.(rows.length);
     return rows;
   };

@@ -5,7 +5,8 @@
  * monthly partitions of that range.
  */
 import { loadEnv } from "../config/env";
-import { query } from "../db/sql";
+import { createHash } from "node:crypto";
+import { query, type PreparedSql } from "../db/sql";
 import { KeywardError } from "../errors";
 import { DEFAULT_RANGE_DAYS, parseCursor, type AuditFilters, type AuditPage, type AuditRow, type AuditSearchQuery } from "./schema";
 
@@ -67,7 +68,7 @@ export function auditPageSql(
   range: { from: Date; to: Date | null },
   cursor: string | undefined,
   limit: number,
-): { text: string; values: unknown[] } {
+): PreparedSql & { values: unknown[] } {
   const values: unknown[] = [];
   const p = (v: unknown) => `$${values.push(v)}`;
   const where = [`at >= ${p(range.from)}`];
@@ -82,10 +83,10 @@ export function auditPageSql(
     const c = parseCursor(cursor);
     where.push(`(at, id) < (${p(c.at)}::timestamptz, ${p(c.id)}::bigint)`);
   }
-  return {
-    text: `SELECT ${AUDIT_COLUMNS} FROM audit_events WHERE ${where.join(" AND ")} ORDER BY audit_events.at DESC, audit_events.id DESC LIMIT ${p(limit)}`,
-    values,
-  };
+  const text = `SELECT ${AUDIT_COLUMNS} FROM audit_events WHERE ${where.join(" AND ")} ORDER BY audit_events.at DESC, audit_events.id DESC LIMIT ${p(limit)}`;
+  // Prepared per connection, one name per filter combination: planning a statement over a year of
+  // partitions and their indexes costs more than running it (docs/benchmarks.md#audit-search).
+  return { name: `keyward_audit_${createHash("sha1").update(text).digest("hex").slice(0, 16)}`, text, values };
 }
 
 export const cursorOf = (r: AuditRow) => `${r.at}_${r.id}`;
@@ -93,8 +94,8 @@ export const cursorOf = (r: AuditRow) => `${r.at}_${r.id}`;
 /** One page of a search. `now` is the server's clock (the range defaults are computed from it). */
 export async function searchAudit(q: AuditSearchQuery, now = new Date()): Promise<AuditPage> {
   const range = resolveRange(q, now, auditRetentionDays());
-  const { text, values } = auditPageSql(q, range, q.cursor, q.limit + 1);
-  const rows = (await query<DbRow>(text, values)).map(toAuditRow);
+  const { values, ...sql } = auditPageSql(q, range, q.cursor, q.limit + 1);
+  const rows = (await query<DbRow>(sql, values)).map(toAuditRow);
   const page = rows.slice(0, q.limit);
   const last = page[page.length - 1];
   return {
