@@ -89,6 +89,8 @@ export class Receiver {
     processed: {},
   };
   private readonly server: http.Server;
+  /** performance.now() of each request's arrival (the bench derives the delivery rate from it). */
+  readonly arrivals: number[] = [];
 
   constructor(private readonly o: ReceiverOptions) {
     this.secret = o.secret;
@@ -99,6 +101,8 @@ export class Receiver {
         res.end(`receiver error: ${err.message}`);
       });
     });
+    // Longer than a client's idle keep-alive (undici: 4 s), so a client never reuses a socket we are closing.
+    this.server.keepAliveTimeout = 60_000;
   }
 
   /** Listens on 127.0.0.1 and a free port; `url` is then the address to deliver to. */
@@ -146,6 +150,7 @@ export class Receiver {
 
   private async handle(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
     this.counts.requests += 1;
+    this.arrivals.push(performance.now());
     const body = await readBody(req);
     if (body === null) return reply(res, 413, { error: "body larger than 1 MiB" });
     if (req.method !== "POST") return reply(res, 405, { error: "POST only" });
