@@ -109,6 +109,18 @@ describe("POST /api/v1/replays", () => {
     expect(second.body.error.code).toBe("nothing_to_replay");
   });
 
+  it("two concurrent requests with one key start one replay", async () => {
+    const key = await operatorKey();
+    const { preflightId } = await setup(key);
+    const idem = uniq("idem");
+    const body = { preflightId, include: ["alive", "never_processed"] };
+    const [a, b] = await Promise.all([start(key, body, idem), start(key, body, idem)]);
+    expect([a.status, b.status]).toEqual([202, 202]);
+    expect(a.body.replayId).toBe(b.body.replayId);
+    const [{ n }] = await sql<{ n: number }>("SELECT count(*)::int AS n FROM replays WHERE preflight_id = $1", [preflightId]);
+    expect(n).toBe(1);
+  });
+
   it("the same key with a different body → 422 idempotency_key_reused; a missing key → 422", async () => {
     const key = await operatorKey();
     const { preflightId } = await setup(key);
