@@ -239,9 +239,9 @@ export function startReplayWorker(options: WorkerOptions = {}): ReplayWorker {
       }
     } finally {
       clearInterval(heartbeat);
-      if (abort.signal.aborted) {
-        await query("UPDATE replays SET worker = NULL, worker_lease_until = NULL WHERE id = $1 AND worker = $2", [r.id, workerId]).catch(() => {});
-      }
+      // Paused, cancelled, completed or shutting down: give the replay back, so any instance can drive it
+      // as soon as it runs again (a crash gives nothing back; the lease then lapses).
+      await query("UPDATE replays SET worker = NULL, worker_lease_until = NULL WHERE id = $1 AND worker = $2", [r.id, workerId]).catch(() => {});
     }
   }
 
