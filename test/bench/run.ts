@@ -15,14 +15,14 @@
  * rotates from cycle to cycle; the published ratio is the median over cycles.
  *
  * Then pruning (test/bench/prune.ts): the library's prune rows/s against a raw pg loop of the same
- * statement, and claim latency during a prune against idle.
+ * statement, and claim latency during a prune against idle. Then re-drive throughput
+ * (test/bench/replay.ts): the replay executor against a deliverOnce loop, at 50/s and 500/s.
  *
  * Knobs (environment): BENCH_CYCLES (6), BENCH_SLICE_MS (250 for single claims; batches of 100 get
  * 1.5×, of 1000 3×, so that long requests still complete a few times), BENCH_WARM_MS (200),
- * BENCH_OUT (docs/benchmarks.md; "-" to skip writing), BENCH_PARTS ("claims,prune,audit"; "prune" alone
- * replaces only the Pruning section of the existing report; "audit" alone adds or
- * replaces the Audit search section), prune.ts's BENCH_PRUNE_* knobs and audit.ts's BENCH_AUDIT_ROWS
- * (10M) and BENCH_AUDIT_LOOKUPS (500).
+ * BENCH_OUT (docs/benchmarks.md; "-" to skip writing), BENCH_PARTS ("claims,prune,audit,replay"; a part
+ * run without "claims" replaces only its own section of the existing report), prune.ts's BENCH_PRUNE_*
+ * knobs, audit.ts's BENCH_AUDIT_ROWS (10M) and BENCH_AUDIT_LOOKUPS (500), replay.ts's BENCH_REPLAY_SECONDS.
  */
 import { execSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
@@ -46,6 +46,7 @@ import { aimLines, costSplit, markdownReport, textTable, type Aim, type Machine,
 import { benchPruning, pruneMarkdown, pruneText, spliceSection } from "./prune";
 import { readFileSync } from "node:fs";
 import { auditMarkdown, auditText, benchAudit, spliceAuditSection } from "./audit";
+import { benchReplay, replayMarkdown, replayText, spliceReplaySection } from "./replay";
 
 import { cliPrincipal } from "../../lib/auth/principal";
 
@@ -65,8 +66,9 @@ const OUT = process.env.BENCH_OUT ?? path.join(ROOT, "docs", "benchmarks.md");
 const CONCURRENCY = [1, 8];
 const BATCH_SIZES = [100, 1000];
 const DUPLICATE_POOL = 20_000;
-const PARTS = new Set((process.env.BENCH_PARTS ?? "claims,prune,audit").split(",").map((p) => p.trim()));
-for (const p of PARTS) if (!["claims", "prune", "audit"].includes(p)) throw new Error(`BENCH_PARTS: unknown part "${p}" (claims, prune, audit)`);
+const ALL_PARTS = ["claims", "prune", "audit", "replay"];
+const PARTS = new Set((process.env.BENCH_PARTS ?? ALL_PARTS.join(",")).split(",").map((p) => p.trim()));
+for (const p of PARTS) if (!ALL_PARTS.includes(p)) throw new Error(`BENCH_PARTS: unknown part "${p}" (${ALL_PARTS.join(", ")})`);
 
 const cleanups: (() => Promise<unknown> | void)[] = [];
 let cleaning: Promise<void> | undefined;
@@ -184,7 +186,7 @@ function aimsOf(rows: Row[]): Aim[] {
 }
 
 async function main(): Promise<void> {
-  if (PARTS.has("claims") || PARTS.has("audit")) ensureBuild(); // the HTTP scenarios serve the production build
+  if (PARTS.has("claims") || PARTS.has("audit") || PARTS.has("replay")) ensureBuild(); // the HTTP scenarios serve the production build
 
   const dbName = `keyward_bench_${Date.now()}_${randomBytes(3).toString("hex")}`;
   await adminQuery(`CREATE DATABASE "${dbName}"`);
@@ -220,20 +222,16 @@ async function main(): Promise<void> {
   const claimsDoc = PARTS.has("claims")
     ? await benchClaims({ databaseUrl, rawPool, controlPool, newPool, extraPools, source, apiKey: apiKey.key, poolMax })
     : undefined;
+  let doc = claimsDoc;
+  const written: string[] = [];
   if (PARTS.has("prune")) {
     const setup = newPool();
     extraPools.add(setup);
     const pruning = await benchPruning(setup, databaseUrl, log);
     console.log(`\n${pruneText(pruning)}\nAims:\n  ${aimLines(pruning.aims).join("\n  ")}`);
-    if (OUT !== "-") {
-      const when = `${new Date().toISOString().replace(/\.\d+Z$/, "Z")} (commit ${commitOf()}, load average ${os.loadavg().map((l) => l.toFixed(2)).join(", ")} at the end)`;
-      const doc = claimsDoc ?? readFileSync(OUT, "utf8");
-      writeFileSync(OUT, spliceSection(doc, pruneMarkdown(pruning, when)));
-      log(`wrote ${path.relative(process.cwd(), OUT)}${claimsDoc ? "" : " (Pruning section only)"}`);
-    }
-  } else if (claimsDoc !== undefined && OUT !== "-") {
-    writeFileSync(OUT, claimsDoc);
-    log(`wrote ${path.relative(process.cwd(), OUT)}`);
+    const when = `${new Date().toISOString().replace(/\.\d+Z$/, "Z")} (commit ${commitOf()}, load average ${os.loadavg().map((l) => l.toFixed(2)).join(", ")} at the end)`;
+    doc = spliceSection(doc ?? existingReport(), pruneMarkdown(pruning, when));
+    written.push("Pruning");
   }
   if (PARTS.has("audit")) {
     const setup = newPool();
@@ -241,12 +239,26 @@ async function main(): Promise<void> {
     const readKey = await createApiKey({ name: "bench-read", scopes: ["read"] }, ACTOR);
     const audit = await benchAudit(setup, databaseUrl, readKey.key, log);
     console.log(`\n${auditText(audit)}`);
-    if (OUT !== "-") {
-      const when = `${new Date().toISOString().replace(/\.\d+Z$/, "Z")} (commit ${commitOf()}, load average ${os.loadavg().map((l) => l.toFixed(2)).join(", ")} at the end)`;
-      writeFileSync(OUT, spliceAuditSection(readFileSync(OUT, "utf8"), auditMarkdown(audit, when)));
-      log(`wrote ${path.relative(process.cwd(), OUT)} (Audit search section)`);
-    }
+    const when = `${new Date().toISOString().replace(/\.\d+Z$/, "Z")} (commit ${commitOf()}, load average ${os.loadavg().map((l) => l.toFixed(2)).join(", ")} at the end)`;
+    doc = spliceAuditSection(doc ?? existingReport(), auditMarkdown(audit, when));
+    written.push("Audit search");
   }
+  if (PARTS.has("replay")) {
+    const replay = await benchReplay(databaseUrl, log, cleanups);
+    replay.when = `${replay.when}, commit ${commitOf()}`;
+    console.log(`\n${replayText(replay)}`);
+    doc = spliceReplaySection(doc ?? existingReport(), replayMarkdown(replay));
+    written.push("Re-drive throughput");
+  }
+  if (doc !== undefined && OUT !== "-") {
+    writeFileSync(OUT, doc);
+    log(`wrote ${path.relative(process.cwd(), OUT)}${claimsDoc ? "" : ` (${written.join(" and ")} section${written.length > 1 ? "s" : ""} only)`}`);
+  }
+}
+
+/** The report on disk (for a run of some parts only); nothing when not writing one. */
+function existingReport(): string {
+  return OUT === "-" ? "" : readFileSync(OUT, "utf8");
 }
 
 function commitOf(): string {

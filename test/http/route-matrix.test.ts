@@ -123,6 +123,25 @@ describe("every route under app/api declares who may call it", () => {
     for (const audit of ["GET /api/v1/audit", "GET /api/v1/audit/export", "GET /api/v1/events/[source]/[eventId]"]) {
       expect(exportsFound.map(label)).toContain(audit);
     }
+    // Safe replay (issue 6): intake, listing, preflight, replays and their controls, source signing secret.
+    for (const r of [
+      "POST /api/v1/dead-letters",
+      "GET /api/v1/dead-letters",
+      "POST /api/v1/dead-letters/batch",
+      "GET /api/v1/dead-letters/[id]",
+      "POST /api/v1/replays/preflight",
+      "GET /api/v1/replays/preflight/[id]",
+      "POST /api/v1/replays/preflight/[id]/extend",
+      "POST /api/v1/replays",
+      "GET /api/v1/replays",
+      "GET /api/v1/replays/[id]",
+      "POST /api/v1/replays/[id]/pause",
+      "POST /api/v1/replays/[id]/resume",
+      "POST /api/v1/replays/[id]/cancel",
+      "POST /api/v1/sources/[name]/signing-secret",
+    ]) {
+      expect(exportsFound.map(label)).toContain(r);
+    }
   });
 
   it("each exported handler carries .access ({ allow: [...] } or { public: reason }) from route()", () => {
