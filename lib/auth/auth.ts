@@ -128,7 +128,7 @@ export function getAuth(): Promise<Auth> {
  * The secret that signs session cookies: KEYWARD_AUTH_SECRET, or one generated at the first start and
  * kept in the settings table, so every process on the same database agrees and restarts keep sessions.
  */
-async function authSecret(): Promise<string> {
+export async function authSecret(): Promise<string> {
   const fromEnv = loadEnv().KEYWARD_AUTH_SECRET;
   if (fromEnv) return fromEnv;
   // Two processes starting at once on a fresh database: the loser's statement may not see the winner's

@@ -29,6 +29,16 @@ export const deadLetterRetention = z
   .max(365 * 86400, "deadLetterRetentionSeconds must be at most 365 days")
   .nullable();
 
+/** Where replays of the source's dead letters are POSTed: an http(s) URL without credentials, or null to clear it. */
+export const replayDestination = z
+  .url({ protocol: /^https?$/, error: "replayDestination must be an http:// or https:// URL" })
+  .max(2048, "replayDestination must be at most 2048 characters")
+  .refine((u) => {
+    const url = new URL(u);
+    return !url.username && !url.password;
+  }, "replayDestination must not carry credentials (the signature authenticates the request)")
+  .nullable();
+
 const withinMaxTtl = <T extends z.infer<typeof sourceParts>>(s: z.ZodType<T>) =>
   s.refine((v) => ttlOf(v) <= MAX_TTL_SECONDS, {
     message: `TTL (the sum of the four parts) must be at most ${MAX_TTL_SECONDS} seconds (90 days)`,
@@ -78,8 +88,12 @@ export const updateSourceRequest = z
     clockSkewSeconds: sourceParts.shape.clockSkewSeconds.optional(),
     replaySeconds: sourceParts.shape.replaySeconds.optional(),
     deadLetterRetentionSeconds: deadLetterRetention.optional(),
+    replayDestination: replayDestination.optional(),
   })
-  .refine((v) => Object.keys(v).length > 0, "send at least one of preset, the four parts, deadLetterRetentionSeconds");
+  .refine(
+    (v) => Object.keys(v).length > 0,
+    "send at least one of preset, the four parts, deadLetterRetentionSeconds, replayDestination",
+  );
 export type UpdateSourceRequest = z.input<typeof updateSourceRequest>;
 
 /** Applies an update to the current parts: the merged parts, and the preset they still match (or null). */
@@ -119,6 +133,10 @@ export type SourceInfo = z.infer<typeof sourceParts> & {
   ttlSeconds: number;
   preset: string | null;
   deadLetterRetentionSeconds: number | null;
+  /** Where replays are delivered (http/https URL), or null. */
+  replayDestination: string | null;
+  /** When the signing secret was last generated; the secret itself is never returned after its creation. */
+  signingSecretSetAt: Date | null;
   createdAt: Date;
   updatedAt: Date;
 };

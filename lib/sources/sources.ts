@@ -28,7 +28,7 @@ export async function createSource(input: CreateSourceRequest, actor: Principal)
   const s = parseOrThrow(createSourceRequest, input);
   try {
     return await prisma().$transaction(async (tx) => {
-      const created = await tx.source.create({ data: { ...s, ttlSeconds: ttlOf(s) } });
+      const created = await tx.source.create({ data: { ...s, ttlSeconds: ttlOf(s) }, omit: OMIT_SECRET });
       await recordAction(
         actor,
         { action: "source.create", target: { type: "source", id: s.name }, source: s.name, after: { ...s, ttlSeconds: created.ttlSeconds } },
@@ -42,13 +42,16 @@ export async function createSource(input: CreateSourceRequest, actor: Principal)
   }
 }
 
+/** The encrypted signing secret never leaves lib/sources/signing-secret.ts. */
+const OMIT_SECRET = { signingSecretEnc: true } as const;
+
 export async function listSources(): Promise<SourceInfo[]> {
-  return prisma().source.findMany({ orderBy: { name: "asc" } });
+  return prisma().source.findMany({ orderBy: { name: "asc" }, omit: OMIT_SECRET });
 }
 
 export async function getSource(name: string): Promise<SourceInfo> {
   const n = parseOrThrow(sourceName, name);
-  const s = await prisma().source.findUnique({ where: { name: n } });
+  const s = await prisma().source.findUnique({ where: { name: n }, omit: OMIT_SECRET });
   if (!s) throw KeywardError.notFound("source_not_found", `no source named "${n}"`);
   return s;
 }
@@ -59,10 +62,11 @@ const snapshot = (s: SourceInfo) => ({
   ...Object.fromEntries(PART_KEYS.map((k) => [k, s[k]])),
   ttlSeconds: s.ttlSeconds,
   deadLetterRetentionSeconds: s.deadLetterRetentionSeconds,
+  replayDestination: s.replayDestination,
 });
 
 /**
- * Changes a source's parts, preset or dead-letter retention. The new TTL applies to claims from now on;
+ * Changes a source's parts, preset, dead-letter retention or replay destination. The new TTL applies to claims from now on;
  * live keys keep their expiry (extend them explicitly with extendLiveKeys). Recorded with before/after.
  */
 export async function updateSource(name: string, input: unknown, actor: Principal): Promise<SourceInfo> {
@@ -71,7 +75,7 @@ export async function updateSource(name: string, input: unknown, actor: Principa
   return prisma().$transaction(async (tx) => {
     const [locked] = await tx.$queryRaw<{ name: string }[]>`SELECT name FROM sources WHERE name = ${n} FOR UPDATE`;
     if (!locked) throw KeywardError.notFound("source_not_found", `no source named "${n}"`);
-    const before = (await tx.source.findUnique({ where: { name: n } }))!;
+    const before = (await tx.source.findUnique({ where: { name: n }, omit: OMIT_SECRET }))!;
     const merged = applySourceUpdate(before, change);
     checkTtl(merged);
     const updated = await tx.source.update({
@@ -80,8 +84,10 @@ export async function updateSource(name: string, input: unknown, actor: Principa
         ...merged,
         ttlSeconds: ttlOf(merged),
         ...(change.deadLetterRetentionSeconds !== undefined ? { deadLetterRetentionSeconds: change.deadLetterRetentionSeconds } : {}),
+        ...(change.replayDestination !== undefined ? { replayDestination: change.replayDestination } : {}),
         updatedAt: new Date(),
       },
+      omit: OMIT_SECRET,
     });
     await recordAction(
       actor,

@@ -1,0 +1,175 @@
+/**
+ * Reading dead letters: a filtered, keyset-paginated listing (newest failure first, or the letters whose
+ * keys expire soonest first) with counts by source and by error and the key risk of pending letters, and
+ * one letter with its payload. Each letter carries its dedup key's state, looked up by (source, event_id)
+ * only, which works whether dedup_keys is one table or partitioned.
+ */
+import { KeywardError } from "../errors";
+import { query } from "../db/sql";
+import { parseOrThrow } from "../http/validate";
+import {
+  listDeadLettersQuery,
+  type DeadLetter,
+  type DeadLetterDetail,
+  type DeadLetterList,
+  type DeadLetterStatus,
+  type KeyStateName,
+} from "./schema";
+
+export const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+type Row = {
+  id: string;
+  source: string;
+  event_id: string;
+  event_type: string;
+  error: string;
+  attempts: number;
+  failed_at: Date;
+  queue: string | null;
+  status: DeadLetterStatus;
+  received_at: Date;
+  settled_at: Date | null;
+  key_state: KeyStateName;
+  key_expires_at: Date | null;
+  sort_us: string;
+};
+
+/** The key of each letter, by the database clock: none (no row), expired, in_flight (a running lease), alive. */
+const KEY_JOIN = `
+LEFT JOIN LATERAL (
+  SELECT k.expires_at,
+         CASE WHEN k.expires_at <= now() THEN 'expired'
+              WHEN k.status = 'processing' AND k.lease_expires_at > now() THEN 'in_flight'
+              ELSE 'alive' END AS state
+  FROM dedup_keys k WHERE k.source = d.source AND k.event_id = d.event_id
+) key ON true`;
+
+const COLUMNS = `d.id, d.source, d.event_id, d.event_type, d.error, d.attempts, d.failed_at, d.queue, d.status,
+  d.received_at, d.settled_at, coalesce(key.state, 'none') AS key_state, key.expires_at AS key_expires_at`;
+
+function toDeadLetter(r: Row): DeadLetter {
+  return {
+    id: r.id,
+    source: r.source,
+    eventId: r.event_id,
+    eventType: r.event_type,
+    error: r.error,
+    attempts: r.attempts,
+    failedAt: r.failed_at.toISOString(),
+    queue: r.queue,
+    status: r.status,
+    receivedAt: r.received_at.toISOString(),
+    settledAt: r.settled_at?.toISOString() ?? null,
+    key: { state: r.key_state, expiresAt: r.key_expires_at?.toISOString() ?? null },
+  };
+}
+
+/** `%` and `_` in the search text are literal. */
+export const likePattern = (s: string) => `%${s.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
+
+type Cursor = { s: "failedAt" | "keyExpiry"; v: string; i: string };
+
+function encodeCursor(c: Cursor): string {
+  return Buffer.from(JSON.stringify(c)).toString("base64url");
+}
+
+function decodeCursor(text: string, sort: Cursor["s"]): Cursor {
+  const bad = () => KeywardError.unprocessable("invalid_request", "cursor: must be a cursor from a previous page", { fields: [{ field: "cursor", message: "must be a cursor from a previous page" }] });
+  let c: Cursor;
+  try {
+    c = JSON.parse(Buffer.from(text, "base64url").toString("utf8")) as Cursor;
+  } catch {
+    throw bad();
+  }
+  if (!c || c.s !== sort || typeof c.v !== "string" || typeof c.i !== "string" || !UUID_RE.test(c.i)) throw bad();
+  if (sort === "failedAt" ? Number.isNaN(Date.parse(c.v)) : !/^-?\d{1,20}$/.test(c.v)) throw bad();
+  return c;
+}
+
+/** Lists dead letters with counts (the counts ignore the cursor and the status filter's paging, not the filters). */
+export async function listDeadLetters(input: unknown): Promise<DeadLetterList> {
+  const q = parseOrThrow(listDeadLettersQuery, input);
+  const values: unknown[] = [];
+  const p = (v: unknown) => `$${values.push(v)}`;
+  const filters: string[] = [];
+  if (q.source) filters.push(`d.source = ${p(q.source)}`);
+  if (q.from) filters.push(`d.failed_at >= ${p(q.from)}::timestamptz`);
+  if (q.to) filters.push(`d.failed_at < ${p(q.to)}::timestamptz`);
+  if (q.errorContains) filters.push(`d.error ILIKE ${p(likePattern(q.errorContains))}`);
+  const common = [...filters];
+  if (q.status) filters.push(`d.status = ${p(q.status)}`);
+  const filterValues = values.length;
+
+  // Keyset: newest failure first on the (failed_at, id) indexes; or the key expiring soonest first, letters
+  // without a key (none, or already pruned) at the very front.
+  const sortKey =
+    q.sort === "failedAt"
+      ? "d.failed_at"
+      : "(CASE WHEN key.expires_at IS NULL THEN -1 ELSE (extract(epoch FROM key.expires_at) * 1000000)::bigint END)";
+  const page = [...filters];
+  if (q.cursor) {
+    const c = decodeCursor(q.cursor, q.sort);
+    page.push(
+      q.sort === "failedAt"
+        ? `(d.failed_at, d.id) < (${p(c.v)}::timestamptz, ${p(c.i)}::uuid)`
+        : `(${sortKey}, d.id) > (${p(c.v)}::bigint, ${p(c.i)}::uuid)`,
+    );
+  }
+  const where = (f: string[]) => (f.length ? `WHERE ${f.join(" AND ")}` : "");
+  const order = q.sort === "failedAt" ? "d.failed_at DESC, d.id DESC" : `${sortKey} ASC, d.id ASC`;
+  const limitParam = p(q.limit + 1);
+  const rows = await query<Row>(
+    `SELECT ${COLUMNS}, ${q.sort === "failedAt" ? "''" : `${sortKey}::text`} AS sort_us
+     FROM dead_letters d ${KEY_JOIN} ${where(page)} ORDER BY ${order} LIMIT ${limitParam}`,
+    values,
+  );
+  const items = rows.slice(0, q.limit);
+  const last = items[items.length - 1];
+  const nextCursor =
+    rows.length > q.limit && last
+      ? encodeCursor({ s: q.sort, v: q.sort === "failedAt" ? last.failed_at.toISOString() : last.sort_us, i: last.id })
+      : null;
+
+  const [counts] = await query<{
+    total: number;
+    by_source: { source: string; count: number }[];
+    by_error: { error: string; count: number }[];
+    risk_expired: number;
+    risk_soon: number;
+  }>(
+    `WITH f AS MATERIALIZED (SELECT d.source, d.error FROM dead_letters d ${where(filters)}),
+          risk AS (
+            SELECT count(*) FILTER (WHERE key.expires_at IS NULL OR key.expires_at <= now()) AS expired,
+                   count(*) FILTER (WHERE key.expires_at > now() AND key.expires_at <= now() + interval '24 hours') AS soon
+            FROM dead_letters d ${KEY_JOIN} ${where([...common, "d.status = 'pending'"])})
+     SELECT (SELECT count(*) FROM f) AS total,
+            coalesce((SELECT jsonb_agg(jsonb_build_object('source', source, 'count', n) ORDER BY n DESC, source)
+                      FROM (SELECT source, count(*) AS n FROM f GROUP BY source) s), '[]') AS by_source,
+            coalesce((SELECT jsonb_agg(jsonb_build_object('error', error, 'count', n) ORDER BY n DESC, error)
+                      FROM (SELECT error, count(*) AS n FROM f GROUP BY error ORDER BY n DESC, error LIMIT 20) e), '[]') AS by_error,
+            (SELECT expired FROM risk) AS risk_expired, (SELECT soon FROM risk) AS risk_soon`,
+    values.slice(0, filterValues),
+  );
+  return {
+    items: items.map(toDeadLetter),
+    nextCursor,
+    counts: {
+      total: counts.total,
+      bySource: counts.by_source,
+      byError: counts.by_error,
+      keyRisk: { expired: counts.risk_expired, expiringSoon: counts.risk_soon },
+    },
+  };
+}
+
+/** One letter with its payload; 404 for an unknown id. */
+export async function getDeadLetter(id: string): Promise<DeadLetterDetail> {
+  if (!UUID_RE.test(id)) throw KeywardError.notFound("dead_letter_not_found", `no dead letter ${id}`);
+  const [row] = await query<Row & { payload: unknown; last_replay_error: string | null }>(
+    `SELECT ${COLUMNS}, d.payload, d.last_replay_error FROM dead_letters d ${KEY_JOIN} WHERE d.id = $1`,
+    [id],
+  );
+  if (!row) throw KeywardError.notFound("dead_letter_not_found", `no dead letter ${id}`);
+  return { ...toDeadLetter(row), payload: row.payload, lastReplayError: row.last_replay_error };
+}

@@ -1,0 +1,211 @@
+/**
+ * Preflight: classify a source's pending dead letters (chosen by id, or by a filter; an empty filter takes
+ * them all) by what replaying each would do (classify.ts), and store the result for 15 minutes so a
+ * replay starts from exactly what the operator saw. `extendPreflight` extends the live keys of that
+ * preflight's alive and expiring items to last the replay window (never shortens, never resurrects an
+ * expired key), records the action with counts, and re-classifies.
+ */
+import { KeywardError } from "../errors";
+import { prisma } from "../db/client";
+import { query } from "../db/sql";
+import { parseOrThrow } from "../http/validate";
+import { recordAction } from "../audit/actions";
+import type { Principal } from "../auth/principal";
+import { actorOf } from "../auth/principal";
+import { getSource } from "../sources/sources";
+import { likePattern, UUID_RE } from "../deadletters/list";
+import { classifyReplayBatch, countCategories, type Classified } from "./classify";
+import { FACTS_SQL, factsFromRows, factsParams, NOW_SQL, readFacts, type Facts, type FactRow } from "./facts";
+import {
+  MAX_PREFLIGHT_ITEMS,
+  PREFLIGHT_VALID_SECONDS,
+  preflightRequest,
+  type Category,
+  type Preflight,
+  type PreflightItem,
+} from "./schema";
+
+type Selected = { id: string; event_id: string; event_type: string };
+
+async function selectPending(source: string, r: ReturnType<typeof preflightRequest.parse>): Promise<Selected[]> {
+  const values: unknown[] = [source];
+  const p = (v: unknown) => `$${values.push(v)}`;
+  const where = ["d.source = $1", "d.status = 'pending'"];
+  if (r.deadLetterIds) where.push(`d.id = ANY(${p(r.deadLetterIds)}::uuid[])`);
+  if (r.filter?.from) where.push(`d.failed_at >= ${p(r.filter.from)}::timestamptz`);
+  if (r.filter?.to) where.push(`d.failed_at < ${p(r.filter.to)}::timestamptz`);
+  if (r.filter?.errorContains) where.push(`d.error ILIKE ${p(likePattern(r.filter.errorContains))}`);
+  return query<Selected>(
+    `SELECT d.id, d.event_id, d.event_type FROM dead_letters d WHERE ${where.join(" AND ")}
+     ORDER BY d.failed_at, d.id LIMIT ${p(MAX_PREFLIGHT_ITEMS + 1)}`,
+    values,
+  );
+}
+
+const itemOf = (c: Classified): PreflightItem => ({
+  deadLetterId: c.deadLetterId,
+  eventId: c.eventId,
+  eventType: c.eventType,
+  category: c.category,
+  keyExpiresAt: c.keyExpiresAt?.toISOString() ?? null,
+  processedAt: c.processedAt?.toISOString() ?? null,
+  reason: c.reason,
+});
+
+/** Classifies and stores; 404 for an unknown source, 422 on bad input. */
+export async function createPreflight(input: unknown, actor: Principal): Promise<Preflight> {
+  const r = parseOrThrow(preflightRequest, input);
+  const source = await getSource(r.source);
+  const windowSeconds = r.replayWindowSeconds ?? source.replaySeconds;
+  const selected = await selectPending(source.name, r);
+  const truncated = selected.length > MAX_PREFLIGHT_ITEMS;
+  const rows = selected.slice(0, MAX_PREFLIGHT_ITEMS);
+  const facts = await readFacts(source.name, rows.map((s) => s.event_id));
+  const classified = classifyReplayBatch(
+    rows.map((s) => ({ deadLetterId: s.id, eventId: s.event_id, eventType: s.event_type })),
+    facts.keys,
+    facts.audit,
+    facts.now,
+    windowSeconds,
+  );
+  const createdAt = facts.now;
+  const validUntil = new Date(createdAt.getTime() + PREFLIGHT_VALID_SECONDS * 1000);
+  const id = await prisma().$transaction(async (tx) => {
+    const pf = await tx.replayPreflight.create({
+      data: { source: source.name, createdAt, validUntil, windowSeconds, createdBy: actorOf(actor), truncated },
+    });
+    await tx.replayPreflightItem.createMany({
+      data: classified.map((c, seq) => ({
+        preflightId: pf.id,
+        deadLetterId: c.deadLetterId,
+        seq,
+        eventId: c.eventId,
+        eventType: c.eventType,
+        category: c.category,
+        keyExpiresAt: c.keyExpiresAt,
+        processedAt: c.processedAt,
+        reason: c.reason,
+      })),
+    });
+    return pf.id;
+  }, { timeout: 30_000, maxWait: 10_000 });
+  return getPreflight(id);
+}
+
+/** The stored preflight (items as classified at creation or at the last extend); 404 when unknown. */
+export async function getPreflight(id: string): Promise<Preflight> {
+  if (!UUID_RE.test(id)) throw KeywardError.notFound("preflight_not_found", `no preflight ${id}`);
+  const pf = await prisma().replayPreflight.findUnique({ where: { id } });
+  if (!pf) throw KeywardError.notFound("preflight_not_found", `no preflight ${id}`);
+  const items = await prisma().replayPreflightItem.findMany({ where: { preflightId: id }, orderBy: { seq: "asc" } });
+  const list: PreflightItem[] = items.map((i) => ({
+    deadLetterId: i.deadLetterId,
+    eventId: i.eventId,
+    eventType: i.eventType,
+    category: i.category as Category,
+    keyExpiresAt: i.keyExpiresAt?.toISOString() ?? null,
+    processedAt: i.processedAt?.toISOString() ?? null,
+    reason: i.reason,
+  }));
+  return {
+    preflightId: pf.id,
+    source: pf.source,
+    createdAt: pf.createdAt.toISOString(),
+    validUntil: pf.validUntil.toISOString(),
+    windowSeconds: pf.windowSeconds,
+    extendedAt: pf.extendedAt?.toISOString() ?? null,
+    truncated: pf.truncated,
+    counts: countCategories(list),
+    items: list,
+  };
+}
+
+function staleError(id: string, validUntil: Date): KeywardError {
+  return KeywardError.conflict(
+    "preflight_stale",
+    `preflight ${id} was valid until ${validUntil.toISOString()}; keys change over time, run a new preflight`,
+  );
+}
+export { staleError };
+
+const EXTEND_SQL = `
+UPDATE dedup_keys k SET expires_at = greatest(k.expires_at, now() + make_interval(secs => $3::int))
+WHERE k.source = $1 AND k.event_id = ANY($2::text[]) AND k.expires_at > now()
+  AND k.expires_at < now() + make_interval(secs => $3::int)`;
+
+/**
+ * Extends the live keys of the preflight's alive and expiring items to at least now + window, records
+ * `replay.preflight.extend` with the counts, and re-classifies the stored items, all in one transaction
+ * (retried whole if a partitioned dedup_keys reports a serialization failure). 409 when stale.
+ */
+export async function extendPreflight(id: string, actor: Principal): Promise<{ extended: number; preflight: Preflight }> {
+  const before = await getPreflight(id);
+  if (Date.parse(before.validUntil) <= Date.now()) throw staleError(id, new Date(before.validUntil));
+  const targets = before.items.filter((i) => i.category === "alive" || i.category === "expiring");
+  for (let attempt = 1; ; attempt++) {
+    try {
+      const extended = await prisma().$transaction(
+        async (tx) => {
+          const [{ stale }] = await tx.$queryRawUnsafe<{ stale: boolean }[]>(
+            "SELECT valid_until <= now() AS stale FROM replay_preflights WHERE id = $1::uuid FOR UPDATE",
+            id,
+          );
+          if (stale) throw staleError(id, new Date(before.validUntil));
+          const n = targets.length
+            ? await tx.$executeRawUnsafe(EXTEND_SQL, before.source, [...new Set(targets.map((t) => t.eventId))], before.windowSeconds)
+            : 0;
+          // Re-classify every item against the keys as they are now (inside this transaction).
+          const facts = await readFactsTx(tx, before.source, before.items.map((i) => i.eventId));
+          const again = classifyReplayBatch(before.items, facts.keys, facts.audit, facts.now, before.windowSeconds);
+          if (again.length) {
+            await tx.$executeRawUnsafe(
+              `UPDATE replay_preflight_items p SET category = u.category, key_expires_at = u.key_expires_at,
+                      processed_at = u.processed_at, reason = u.reason
+               FROM unnest($2::uuid[], $3::text[], $4::timestamptz[], $5::timestamptz[], $6::text[])
+                    AS u(dead_letter_id, category, key_expires_at, processed_at, reason)
+               WHERE p.preflight_id = $1::uuid AND p.dead_letter_id = u.dead_letter_id`,
+              id,
+              again.map((c) => c.deadLetterId),
+              again.map((c) => c.category),
+              again.map((c) => c.keyExpiresAt?.toISOString() ?? null),
+              again.map((c) => c.processedAt?.toISOString() ?? null),
+              again.map((c) => c.reason),
+            );
+          }
+          await tx.$executeRawUnsafe("UPDATE replay_preflights SET extended_at = now() WHERE id = $1::uuid", id);
+          await recordAction(
+            actor,
+            {
+              action: "replay.preflight.extend",
+              target: { type: "replay_preflight", id },
+              source: before.source,
+              after: {
+                extended: n,
+                alive: before.counts.alive,
+                expiring: before.counts.expiring,
+                windowSeconds: before.windowSeconds,
+                afterExtend: countCategories(again),
+              },
+            },
+            tx,
+          );
+          return n;
+        },
+        { timeout: 30_000, maxWait: 10_000 },
+      );
+      return { extended, preflight: await getPreflight(id) };
+    } catch (err) {
+      const code = (err as { code?: string; meta?: { code?: string } }).code ?? (err as { meta?: { code?: string } }).meta?.code;
+      if (attempt < 3 && (code === "40001" || code === "40P01" || /40001|40P01|could not serialize/.test(String((err as Error).message)))) continue;
+      throw err;
+    }
+  }
+}
+
+type Tx = Parameters<Parameters<ReturnType<typeof prisma>["$transaction"]>[0]>[0];
+
+/** readFacts (facts.ts) inside a Prisma interactive transaction. */
+async function readFactsTx(tx: Tx, source: string, eventIds: string[]): Promise<Facts> {
+  const params = factsParams(source, eventIds);
+  return factsFromRows(params ? await tx.$queryRawUnsafe<FactRow[]>(FACTS_SQL, ...params) : await tx.$queryRawUnsafe<FactRow[]>(NOW_SQL));
+}

@@ -1,0 +1,128 @@
+/**
+ * Replay schemas and types (preflight, replays, per-item results), shared by the routes, the executor,
+ * the console (type-only imports) and the tests. The contract: /work/notes/replay-contract.md and
+ * docs/replay.md.
+ */
+import { z } from "zod";
+import { sourceName } from "../claims/schema";
+
+export const CATEGORIES = ["alive", "expiring", "expired_processed", "never_processed", "in_flight"] as const;
+export const category = z.enum(CATEGORIES);
+export type Category = (typeof CATEGORIES)[number];
+
+export const MAX_PREFLIGHT_ITEMS = 5000;
+/** A preflight may be used to start a replay for this long after it was made. */
+export const PREFLIGHT_VALID_SECONDS = 15 * 60;
+export const MAX_WINDOW_SECONDS = 90 * 86400;
+
+const uuid = z.uuid("must be an id from this API");
+const isoTime = z.iso.datetime({ offset: true, error: "must be an ISO-8601 time, e.g. 2026-12-03T10:00:00Z" });
+
+export const preflightRequest = z
+  .strictObject({
+    source: sourceName,
+    deadLetterIds: z
+      .array(uuid)
+      .min(1, "must hold at least 1 id (or send a filter)")
+      .max(MAX_PREFLIGHT_ITEMS, `must hold at most ${MAX_PREFLIGHT_ITEMS} ids`)
+      .optional(),
+    filter: z
+      .strictObject({ from: isoTime.optional(), to: isoTime.optional(), errorContains: z.string().min(1).max(200).optional() })
+      .optional(),
+    replayWindowSeconds: z
+      .number()
+      .int("must be a whole number of seconds")
+      .min(0, "must not be negative")
+      .max(MAX_WINDOW_SECONDS, `must be at most ${MAX_WINDOW_SECONDS} seconds (90 days)`)
+      .optional(),
+  })
+  .refine((v) => !(v.deadLetterIds && v.filter), { message: "send either deadLetterIds or filter, not both", path: ["filter"] });
+export type PreflightRequest = z.input<typeof preflightRequest>;
+
+export type PreflightItem = {
+  deadLetterId: string;
+  eventId: string;
+  eventType: string;
+  category: Category;
+  keyExpiresAt: string | null;
+  processedAt: string | null;
+  reason: string;
+};
+
+export type PreflightCounts = Record<Category, number> & { total: number };
+
+export type Preflight = {
+  preflightId: string;
+  source: string;
+  createdAt: string;
+  validUntil: string;
+  windowSeconds: number;
+  extendedAt: string | null;
+  /** True when the filter selected more than MAX_PREFLIGHT_ITEMS pending letters (the oldest failures were taken). */
+  truncated: boolean;
+  counts: PreflightCounts;
+  items: PreflightItem[];
+};
+
+export const MAX_RATE_PER_SECOND = 500;
+export const DEFAULT_RATE_PER_SECOND = 50;
+export const MAX_CONCURRENCY = 32;
+export const DEFAULT_CONCURRENCY = 4;
+/** Attempts per item before it is `failed`. */
+export const MAX_ATTEMPTS = 5;
+
+export const startReplayRequest = z.strictObject({
+  preflightId: uuid,
+  include: z.array(category).min(1, "must name at least one category"),
+  force: z.strictObject({ reason: z.string().trim().min(10, "must be at least 10 characters: say why").max(1000) }).optional(),
+  ratePerSecond: z.number().int().min(1).max(MAX_RATE_PER_SECOND).default(DEFAULT_RATE_PER_SECOND),
+  concurrency: z.number().int().min(1).max(MAX_CONCURRENCY).default(DEFAULT_CONCURRENCY),
+});
+export type StartReplayRequest = z.input<typeof startReplayRequest>;
+
+export const idempotencyKey = z
+  .string()
+  .min(1, "the Idempotency-Key header is required (1–255 characters)")
+  .max(255, "the Idempotency-Key header must be at most 255 characters");
+
+export const REPLAY_STATUSES = ["running", "paused", "cancelled", "completed"] as const;
+export type ReplayStatus = (typeof REPLAY_STATUSES)[number];
+
+export const OUTCOMES = ["pending", "delivering", "delivered", "failed", "skipped_unsafe", "cancelled"] as const;
+export type Outcome = (typeof OUTCOMES)[number];
+
+export const listReplaysQuery = z.strictObject({
+  source: sourceName.optional(),
+  status: z.enum(REPLAY_STATUSES).optional(),
+  limit: z.coerce.number().int().min(1).max(200).default(50),
+  cursor: z.string().max(200).optional(),
+});
+
+export type ReplaySummary = {
+  id: string;
+  source: string;
+  status: ReplayStatus;
+  preflightId: string;
+  include: Category[];
+  forced: boolean;
+  forceReason: string | null;
+  ratePerSecond: number;
+  concurrency: number;
+  createdBy: string;
+  createdAt: string;
+  finishedAt: string | null;
+  total: number;
+  counts: Record<Outcome, number>;
+};
+
+export type ReplayItemResult = {
+  deadLetterId: string;
+  eventId: string;
+  outcome: Outcome;
+  attempts: number;
+  lastStatus: number | null;
+  lastError: string | null;
+  finishedAt: string | null;
+};
+
+export type Replay = ReplaySummary & { failures: ReplayItemResult[]; items: ReplayItemResult[] };

@@ -1,0 +1,377 @@
+/**
+ * lib/replay/deliver.ts against real local HTTP servers (node:http): signing (with the Standard Webhooks
+ * spec's published test vector and the standardwebhooks verifier), the headers sent, the outcome
+ * classification per status, timeout, abort, redirects refused, the response-body cap; the backoff
+ * schedule; the rate limiter on a virtual clock (exact counts, no wall-clock assertions).
+ */
+import http from "node:http";
+import type { AddressInfo } from "node:net";
+import { Webhook } from "standardwebhooks";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import {
+  backoffCeilingMs,
+  backoffMs,
+  deliverOnce,
+  RateLimiter,
+  signWebhook,
+  USER_AGENT,
+  type LimiterClock,
+} from "../../lib/replay/deliver";
+import { freePort } from "../setup/server";
+
+const SECRET = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
+
+type Seen = { method: string; url: string; headers: http.IncomingHttpHeaders; body: string };
+type Handler = (req: http.IncomingMessage, res: http.ServerResponse, body: string) => void;
+
+/** A real HTTP server whose behaviour per path is set by the test; it records every request. */
+class TestServer {
+  seen: Seen[] = [];
+  routes = new Map<string, Handler>();
+  private server = http.createServer((req, res) => {
+    let body = "";
+    req.on("data", (c: Buffer) => (body += c.toString()));
+    req.on("end", () => {
+      this.seen.push({ method: req.method!, url: req.url!, headers: req.headers, body });
+      const h = this.routes.get(req.url!.split("?")[0]);
+      if (h) h(req, res, body);
+      else res.writeHead(404).end("no such route");
+    });
+  });
+  url = "";
+  async start() {
+    await new Promise<void>((r) => this.server.listen(0, "127.0.0.1", r));
+    this.url = `http://127.0.0.1:${(this.server.address() as AddressInfo).port}`;
+  }
+  async stop() {
+    this.server.closeAllConnections();
+    await new Promise((r) => this.server.close(r));
+  }
+  on(path: string, h: Handler) {
+    this.routes.set(path, h);
+    return `${this.url}${path}`;
+  }
+  hits(path: string) {
+    return this.seen.filter((s) => s.url === path).length;
+  }
+}
+
+const dest = new TestServer();
+const other = new TestServer();
+beforeAll(async () => {
+  await dest.start();
+  await other.start();
+});
+afterAll(async () => {
+  await dest.stop();
+  await other.stop();
+});
+
+const send = (url: string, o: Partial<Parameters<typeof deliverOnce>[0]> = {}) =>
+  deliverOnce({ url, id: "evt_1", body: '{"a":1}', secret: SECRET, replayId: "rp_1", ...o });
+
+describe("signWebhook", () => {
+  it("matches the Standard Webhooks spec's published test vector", () => {
+    const h = signWebhook({
+      id: "msg_p5jXN8AQM9LWM0D4loKWxJek",
+      timestamp: new Date(1614265330 * 1000),
+      body: '{"test": 2432232314}',
+      secret: SECRET,
+    });
+    expect(h).toEqual({
+      "webhook-id": "msg_p5jXN8AQM9LWM0D4loKWxJek",
+      "webhook-timestamp": "1614265330",
+      "webhook-signature": "v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE=",
+    });
+  });
+
+  it("verifies with the standardwebhooks verifier, and not with another secret or body", () => {
+    const body = JSON.stringify({ hello: "wörld" });
+    const h = signWebhook({ id: "evt_9", timestamp: new Date(), body, secret: SECRET });
+    expect(new Webhook(SECRET).verify(body, h)).toEqual({ hello: "wörld" });
+    expect(() => new Webhook("whsec_" + Buffer.from("another key").toString("base64")).verify(body, h)).toThrow(/signature/i);
+    expect(() => new Webhook(SECRET).verify(body + " ", h)).toThrow(/signature/i);
+  });
+
+  it("refuses a secret that is not whsec_<base64>", () => {
+    for (const secret of ["", "whsec_", "MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", "whsec_not base64!"]) {
+      expect(() => signWebhook({ id: "e", timestamp: new Date(), body: "{}", secret })).toThrow(/whsec_/);
+    }
+  });
+});
+
+describe("deliverOnce", () => {
+  it("POSTs the body byte for byte with verifiable signature and the Keyward headers", async () => {
+    const url = dest.on("/ok", (_q, res) => res.writeHead(200).end("thanks"));
+    const body = JSON.stringify({ order: 42, note: "é ✓" });
+    const r = await send(url, { id: "evt_sig", body, replayId: "rp_42" });
+    expect(r).toEqual({ ok: true, status: 200, error: null, retryable: false });
+    const req = dest.seen.filter((s) => s.url === "/ok").at(-1)!;
+    expect(req.method).toBe("POST");
+    expect(req.body).toBe(body);
+    expect(req.headers["content-type"]).toBe("application/json");
+    expect(req.headers["user-agent"]).toBe(USER_AGENT);
+    expect(req.headers["user-agent"]).toMatch(/Keyward/);
+    expect(req.headers["keyward-replay-id"]).toBe("rp_42");
+    expect(req.headers["webhook-id"]).toBe("evt_sig");
+    expect(req.headers["webhook-timestamp"]).toMatch(/^\d+$/);
+    const headers = {
+      "webhook-id": req.headers["webhook-id"] as string,
+      "webhook-timestamp": req.headers["webhook-timestamp"] as string,
+      "webhook-signature": req.headers["webhook-signature"] as string,
+    };
+    expect(new Webhook(SECRET).verify(req.body, headers)).toEqual({ order: 42, note: "é ✓" });
+  });
+
+  it.each([
+    [200, true, false],
+    [201, true, false],
+    [204, true, false],
+    [408, false, true],
+    [429, false, true],
+    [500, false, true],
+    [502, false, true],
+    [503, false, true],
+    [504, false, true],
+    [400, false, false],
+    [401, false, false],
+    [403, false, false],
+    [404, false, false],
+    [409, false, false],
+    [410, false, false],
+    [422, false, false],
+  ])("status %i → ok %s, retryable %s", async (status, ok, retryable) => {
+    const url = dest.on(`/status-${status}`, (_q, res) => res.writeHead(status).end(status === 204 ? undefined : `answer ${status}`));
+    const r = await send(url);
+    expect(r.ok).toBe(ok);
+    expect(r.status).toBe(status);
+    expect(r.retryable).toBe(retryable);
+    if (ok) expect(r.error).toBeNull();
+    else expect(r.error).toBe(`HTTP ${status} ${http.STATUS_CODES[status]}: answer ${status}`);
+  });
+
+  it("a connection refused is a retryable failure with a readable error", async () => {
+    const port = await freePort();
+    const r = await send(`http://127.0.0.1:${port}/x`);
+    expect(r).toEqual({ ok: false, status: null, error: `connection refused by 127.0.0.1:${port}`, retryable: true });
+  });
+
+  it("a destination that never answers times out (retryable)", async () => {
+    const url = dest.on("/hang", () => undefined);
+    const r = await send(url, { timeoutMs: 200 });
+    expect(r).toEqual({ ok: false, status: null, error: "no response within 200 ms", retryable: true });
+  });
+
+  it("the timeout also covers a body that never ends", async () => {
+    const url = dest.on("/slow-body", (_q, res) => {
+      res.writeHead(500);
+      res.write("partial");
+    });
+    const r = await send(url, { timeoutMs: 200 });
+    expect(r).toMatchObject({ ok: false, status: null, error: "no response within 200 ms", retryable: true });
+  });
+
+  it("the caller's signal aborts a pending request; an aborted signal sends nothing", async () => {
+    const url = dest.on("/hang-abort", () => undefined);
+    const ac = new AbortController();
+    const pending = send(url, { signal: ac.signal, timeoutMs: 60_000 });
+    while (dest.hits("/hang-abort") === 0) await new Promise((r) => setTimeout(r, 5));
+    ac.abort();
+    expect(await pending).toEqual({ ok: false, status: null, error: "aborted", retryable: true });
+
+    const url2 = dest.on("/never", (_q, res) => res.writeHead(200).end());
+    const r = await send(url2, { signal: AbortSignal.abort() });
+    expect(r).toEqual({ ok: false, status: null, error: "aborted", retryable: true });
+    expect(dest.hits("/never")).toBe(0);
+  });
+
+  it("never follows a redirect, to another origin or the same one", async () => {
+    const target = other.on("/landing", (_q, res) => res.writeHead(200).end());
+    const url = dest.on("/moved", (_q, res) => res.writeHead(307, { location: target }).end());
+    const r = await send(url);
+    expect(r.ok).toBe(false);
+    expect(r.status).toBe(307);
+    expect(r.retryable).toBe(false);
+    expect(r.error).toBe(`HTTP 307 Temporary Redirect: redirect to ${target} not followed; set the replay destination to the final URL`);
+    expect(other.hits("/landing")).toBe(0);
+
+    const same = dest.on("/relative", (_q, res) => res.writeHead(301, { location: "/ok" }).end());
+    const before = dest.hits("/ok");
+    const r2 = await send(same);
+    expect(r2).toMatchObject({ ok: false, status: 301, retryable: false });
+    expect(r2.error).toContain(`redirect to ${dest.url}/ok not followed`);
+    expect(dest.hits("/ok")).toBe(before);
+  });
+
+  it("reads only the start of a huge error body (an endless body still ends the delivery)", async () => {
+    const url = dest.on("/endless", (_q, res) => {
+      res.writeHead(503, { "content-type": "text/plain" });
+      const chunk = "x".repeat(64 * 1024);
+      const pump = () => {
+        while (!res.destroyed && res.write(chunk));
+        if (!res.destroyed) res.once("drain", pump);
+      };
+      pump();
+    });
+    const r = await send(url, { timeoutMs: 20_000 });
+    expect(r.ok).toBe(false);
+    expect(r.status).toBe(503);
+    expect(r.retryable).toBe(true);
+    expect(r.error).toMatch(/^HTTP 503 Service Unavailable: x+…$/);
+    expect(r.error!.length).toBeLessThanOrEqual(300);
+  });
+
+  it("a bad destination URL or secret fails without sending, not retryable", async () => {
+    expect(await send("not a url")).toEqual({
+      ok: false,
+      status: null,
+      error: "destination is not a valid URL: not a url",
+      retryable: false,
+    });
+    expect(await send("ftp://127.0.0.1/x")).toMatchObject({ ok: false, status: null, retryable: false });
+    const url = dest.on("/badsecret", (_q, res) => res.writeHead(200).end());
+    expect(await send(url, { secret: "plain-secret" })).toEqual({
+      ok: false,
+      status: null,
+      error: "signing secret must be whsec_ followed by base64",
+      retryable: false,
+    });
+    expect(dest.hits("/badsecret")).toBe(0);
+  });
+});
+
+describe("backoffMs", () => {
+  it("has a bounded exponential ceiling: 1 s, 2 s, 4 s, 8 s, 16 s, then 16 s", () => {
+    expect([1, 2, 3, 4, 5, 6, 50].map(backoffCeilingMs)).toEqual([1000, 2000, 4000, 8000, 16000, 16000, 16000]);
+    expect(() => backoffCeilingMs(Number.NaN)).toThrow(RangeError);
+  });
+
+  it("is full jitter: uniform in [0, ceiling), deterministic with an injected random", () => {
+    expect(backoffMs(1, () => 0)).toBe(0);
+    expect(backoffMs(3, () => 0.5)).toBe(2000);
+    expect(backoffMs(5, () => 0.999999)).toBe(15999);
+    for (let attempt = 1; attempt <= 5; attempt++) {
+      for (let i = 0; i < 200; i++) {
+        const d = backoffMs(attempt);
+        expect(d).toBeGreaterThanOrEqual(0);
+        expect(d).toBeLessThan(backoffCeilingMs(attempt));
+      }
+    }
+  });
+});
+
+/** A virtual clock: time moves only when the test advances it; timers fire in order. */
+class VirtualClock implements LimiterClock {
+  t = 0;
+  private timers: { at: number; fn: () => void; id: number }[] = [];
+  private nextId = 0;
+  now() {
+    return this.t;
+  }
+  setTimeout(fn: () => void, ms: number) {
+    const id = this.nextId++;
+    this.timers.push({ at: this.t + ms, fn, id });
+    return () => {
+      this.timers = this.timers.filter((x) => x.id !== id);
+    };
+  }
+  get pending() {
+    return this.timers.length;
+  }
+  /** Moves time forward by `ms`, firing due timers (and letting resolved promises run) along the way. */
+  async advance(ms: number) {
+    const end = this.t + ms;
+    for (;;) {
+      this.timers.sort((a, b) => a.at - b.at || a.id - b.id);
+      const next = this.timers[0];
+      if (!next || next.at > end) break;
+      this.timers.shift();
+      this.t = next.at;
+      next.fn();
+      await flush();
+    }
+    this.t = end;
+    await flush();
+  }
+}
+const flush = async () => {
+  for (let i = 0; i < 5; i++) await Promise.resolve();
+};
+
+describe("RateLimiter", () => {
+  /** Starts `n` takes and counts how many have been granted. */
+  function takes(limiter: RateLimiter, n: number, signal?: AbortSignal) {
+    const granted: number[] = [];
+    const done = Array.from({ length: n }, (_, i) => limiter.take(signal).then(() => granted.push(i)));
+    return { granted, done };
+  }
+
+  it("grants perSecond tokens per second, in order, without an initial flood", async () => {
+    const clock = new VirtualClock();
+    const limiter = new RateLimiter(50, { clock });
+    const { granted } = takes(limiter, 200);
+    await flush();
+    expect(granted.length).toBe(1);
+    await clock.advance(1000);
+    expect(granted.length).toBe(51);
+    await clock.advance(1000);
+    expect(granted.length).toBe(101);
+    await clock.advance(2000);
+    expect(granted.length).toBe(200);
+    expect(granted).toEqual([...Array(200).keys()]);
+    expect(clock.pending).toBe(0);
+  });
+
+  it("at 500/s, 10 s of virtual time grant 5000 tokens (± the 1-token start)", async () => {
+    const clock = new VirtualClock();
+    const limiter = new RateLimiter(500, { clock });
+    const { granted } = takes(limiter, 6000);
+    await clock.advance(10_000);
+    expect(granted.length).toBe(5001);
+  });
+
+  it("an idle limiter refills only up to its burst (100 ms worth)", async () => {
+    const clock = new VirtualClock();
+    const limiter = new RateLimiter(100, { clock });
+    expect(limiter.burst).toBe(10);
+    await clock.advance(60_000);
+    const { granted } = takes(limiter, 30);
+    await flush();
+    expect(granted.length).toBe(10);
+    await clock.advance(100);
+    expect(granted.length).toBe(20);
+  });
+
+  it("an aborted take rejects with the signal's reason and gives its place to the next", async () => {
+    const clock = new VirtualClock();
+    const limiter = new RateLimiter(10, { clock });
+    await limiter.take();
+    const ac = new AbortController();
+    const aborted = limiter.take(ac.signal);
+    const next = takes(limiter, 1);
+    expect(limiter.waiting).toBe(2);
+    ac.abort(new Error("cancelled by operator"));
+    await expect(aborted).rejects.toThrow("cancelled by operator");
+    expect(limiter.waiting).toBe(1);
+    await clock.advance(100);
+    expect(next.granted).toEqual([0]);
+    await expect(limiter.take(AbortSignal.abort())).rejects.toMatchObject({ name: "AbortError" });
+  });
+
+  it("aborting every waiter leaves no timer behind", async () => {
+    const clock = new VirtualClock();
+    const limiter = new RateLimiter(1, { clock });
+    await limiter.take();
+    const ac = new AbortController();
+    const p = Promise.allSettled([limiter.take(ac.signal), limiter.take(ac.signal)]);
+    expect(clock.pending).toBe(1);
+    ac.abort();
+    expect((await p).map((s) => s.status)).toEqual(["rejected", "rejected"]);
+    expect(clock.pending).toBe(0);
+  });
+
+  it("refuses a rate that is not positive", () => {
+    expect(() => new RateLimiter(0)).toThrow(RangeError);
+    expect(() => new RateLimiter(Number.NaN)).toThrow(RangeError);
+  });
+});

@@ -1,0 +1,125 @@
+/**
+ * test/setup/receiver.ts against a real Keyward server (its claim API) and real signed deliveries
+ * (lib/replay/deliver.ts): signature checks, claim-based exactly-once processing, seeded failure
+ * injection, leases, in-flight events and a failing claim API.
+ */
+import { randomBytes } from "node:crypto";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { claimEvent } from "../../lib/claims/claim";
+import { deliverOnce } from "../../lib/replay/deliver";
+import { startTestServer } from "../setup/auth";
+import { makeSource, uniq } from "../setup/db";
+import { keyRow, makeApiKey } from "../setup/http";
+import { seededRandom, startReceiver, type Receiver, type ReceiverOptions } from "../setup/receiver";
+import { stopServer, type Server } from "../setup/server";
+
+const newSecret = () => `whsec_${randomBytes(24).toString("base64")}`;
+
+const spawned: Server[] = [];
+const receivers: Receiver[] = [];
+let baseUrl: string;
+let apiKey: string;
+
+beforeAll(async () => {
+  ({ baseUrl } = await startTestServer(spawned));
+  apiKey = (await makeApiKey(["claims:write"])).key;
+});
+afterAll(async () => {
+  for (const r of receivers) await r.stop();
+  for (const s of spawned) await stopServer(s);
+});
+
+async function receiver(o: Partial<ReceiverOptions> = {}) {
+  const source = o.source ?? (await makeSource());
+  const secret = o.secret ?? newSecret();
+  const r = await startReceiver({ keywardUrl: baseUrl, apiKey, source, secret, ...o });
+  receivers.push(r);
+  return { r, source, secret };
+}
+
+const deliver = (r: Receiver, secret: string, id: string, body = JSON.stringify({ type: "order.paid", id })) =>
+  deliverOnce({ url: r.url, id, body, secret, replayId: "rp-test" });
+
+describe("receiver", () => {
+  it("processes a verified event once; the same event again is a duplicate (2xx, not processed)", async () => {
+    const { r, source, secret } = await receiver();
+    const id = uniq("evt");
+    expect(await deliver(r, secret, id)).toMatchObject({ ok: true, status: 200 });
+    expect(await deliver(r, secret, id)).toMatchObject({ ok: true, status: 200 });
+    expect(r.timesProcessed(id)).toBe(1);
+    expect(r.snapshot()).toMatchObject({ requests: 2, duplicates: 1, badSignatures: 0, failures: 0, claimErrors: 0 });
+    const key = await keyRow(source, id);
+    expect(key).toMatchObject({ status: "done", event_type: "order.paid", duplicate_count: 1 });
+  });
+
+  it("answers 401 to a wrong signature and claims nothing", async () => {
+    const { r, source } = await receiver();
+    const id = uniq("evt");
+    const res = await deliver(r, newSecret(), id);
+    expect(res).toMatchObject({ ok: false, status: 401, retryable: false });
+    expect(res.error).toMatch(/^HTTP 401 Unauthorized: .*signature/);
+    expect(r.snapshot()).toMatchObject({ requests: 1, badSignatures: 1, processed: {} });
+    expect(await keyRow(source, id)).toBeUndefined();
+
+    const unsigned = await fetch(r.url, { method: "POST", body: "{}" });
+    expect(unsigned.status).toBe(401);
+    expect(r.snapshot().badSignatures).toBe(2);
+  });
+
+  it("fails the seeded share of requests with 503 before claiming; retries then process each event once", async () => {
+    const seed = 7;
+    const { r, source, secret } = await receiver({ failureRate: 0.5, seed });
+    const ids = Array.from({ length: 40 }, () => uniq("evt"));
+    const first = [];
+    for (const id of ids) first.push(await deliver(r, secret, id));
+
+    const draws = seededRandom(seed);
+    const expectedFailures = ids.map(() => draws() < 0.5);
+    expect(first.map((x) => !x.ok)).toEqual(expectedFailures);
+    const failed = ids.filter((_, i) => expectedFailures[i]);
+    expect(failed.length).toBeGreaterThan(5);
+    expect(failed.length).toBeLessThan(35);
+    for (const x of first.filter((x) => !x.ok)) expect(x).toMatchObject({ status: 503, retryable: true });
+    for (const id of failed) expect(await keyRow(source, id)).toBeUndefined();
+
+    r.setFailureRate(0);
+    for (const id of failed) expect(await deliver(r, secret, id)).toMatchObject({ ok: true });
+    const counts = r.snapshot();
+    expect(counts.failures).toBe(failed.length);
+    expect(Object.keys(counts.processed).sort()).toEqual([...ids].sort());
+    expect(r.processedTwice()).toEqual([]);
+    expect(r.totalProcessed).toBe(40);
+  });
+
+  it("with a lease, completes the claim after processing", async () => {
+    const { r, source, secret } = await receiver({ leaseSeconds: 60 });
+    const id = uniq("evt");
+    expect(await deliver(r, secret, id)).toMatchObject({ ok: true, status: 200 });
+    expect(r.timesProcessed(id)).toBe(1);
+    expect((await keyRow(source, id))?.status).toBe("done");
+  });
+
+  it("an event another handler holds (in flight) is a retryable 503, not processed", async () => {
+    const { r, source, secret } = await receiver();
+    const id = uniq("evt");
+    await claimEvent({ source, eventId: id, eventType: "order.paid", leaseSeconds: 300 });
+    const res = await deliver(r, secret, id);
+    expect(res).toMatchObject({ ok: false, status: 503, retryable: true });
+    expect(r.snapshot()).toMatchObject({ inFlight: 1, processed: {} });
+  });
+
+  it("a claim API that refuses the key is a retryable 503 and nothing is processed", async () => {
+    const readOnly = (await makeApiKey(["claims:read"])).key;
+    const { r, secret } = await receiver({ apiKey: readOnly });
+    const id = uniq("evt");
+    expect(await deliver(r, secret, id)).toMatchObject({ ok: false, status: 503, retryable: true });
+    expect(r.snapshot()).toMatchObject({ claimErrors: 1, processed: {} });
+  });
+
+  it("adds the configured latency before claiming (the request still succeeds)", async () => {
+    const { r, secret } = await receiver({ latencyMs: 50 });
+    const id = uniq("evt");
+    expect(await deliver(r, secret, id)).toMatchObject({ ok: true });
+    expect(r.timesProcessed(id)).toBe(1);
+  });
+});
