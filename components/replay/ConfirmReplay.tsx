@@ -18,7 +18,7 @@ import {
   type ReplayBody,
 } from "./prepare";
 import { newIdempotencyKey, startReplay } from "./queries";
-import type { Category, Preflight } from "./types";
+import type { Category, Preflight } from "@/lib/replay/schema";
 
 /**
  * The confirm step: which categories to include (expired_processed only with a reason and the source's

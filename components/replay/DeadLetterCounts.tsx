@@ -2,7 +2,9 @@
 
 import { formatCount } from "@/components/ui/format";
 import { countRows, type DeadLetterFilters } from "./prepare";
-import type { DeadLetterCounts as Counts } from "./types";
+import type { DeadLetterList } from "@/lib/deadletters/schema";
+
+type Counts = DeadLetterList["counts"];
 
 /** Counts by source and by error within the filters; a click on one narrows the list to it. */
 export function DeadLetterCounts({

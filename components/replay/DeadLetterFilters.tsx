@@ -5,7 +5,7 @@ import type { FormEvent } from "react";
 import { sourcesQuery } from "@/components/sources/queries";
 import { useHydrated } from "@/components/ui/useHydrated";
 import { hasFilters, isoToLocalInput, localInputToIso, type DeadLetterFilters } from "./prepare";
-import type { DeadLetterStatus } from "./types";
+import type { DeadLetterStatus } from "@/lib/deadletters/schema";
 
 const STATUSES: DeadLetterStatus[] = ["pending", "replaying", "delivered"];
 

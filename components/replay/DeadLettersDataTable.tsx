@@ -9,7 +9,7 @@ import { DeadLetterCounts } from "./DeadLetterCounts";
 import { DeadLettersTable } from "./DeadLettersTable";
 import { hasFilters, selectionFromChecked, selectionFromFilters, type DeadLetterFilters, type Selection } from "./prepare";
 import { deadLettersQuery } from "./queries";
-import type { DeadLetter } from "./types";
+import type { DeadLetter } from "@/lib/deadletters/schema";
 
 /**
  * Loads the dead letters page by page (keyset cursor) and picks what to show; keeps the checked rows and

@@ -3,7 +3,7 @@
 import { EventLink } from "@/components/ui/EventLink";
 import { formatDateTime } from "@/components/ui/format";
 import { KeyCell } from "./KeyCell";
-import type { DeadLetter } from "./types";
+import type { DeadLetter } from "@/lib/deadletters/schema";
 import { useNow } from "./useNow";
 
 /** The dead letters, newest failure first; operators may check pending ones to replay. Display only. */

@@ -1,6 +1,6 @@
 import { formatDateTime } from "@/components/ui/format";
 import { describeExpiry } from "./prepare";
-import type { DeadLetter } from "./types";
+import type { DeadLetter } from "@/lib/deadletters/schema";
 
 const KEY_LABEL: Record<DeadLetter["key"]["state"], string> = {
   alive: "alive",

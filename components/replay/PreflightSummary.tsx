@@ -1,7 +1,7 @@
 import { EventLink } from "@/components/ui/EventLink";
 import { formatCount, formatDateTime } from "@/components/ui/format";
 import { categoryRows, describeExpiry, itemsByCategory } from "./prepare";
-import type { Preflight } from "./types";
+import type { Preflight } from "@/lib/replay/schema";
 
 /** Items listed per category before "and N more". */
 const SHOWN = 100;

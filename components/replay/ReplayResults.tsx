@@ -1,7 +1,7 @@
 import { EventLink } from "@/components/ui/EventLink";
 import { formatCount } from "@/components/ui/format";
 import { OUTCOME_LABEL } from "./prepare";
-import type { Replay, ReplayItemResult } from "./types";
+import type { Replay, ReplayItemResult } from "@/lib/replay/schema";
 
 /** A finished replay's items that did not get delivered, with the reason for each. Display only. */
 export function ReplayResults({ replay }: { replay: Replay }) {

@@ -9,7 +9,7 @@ import { PreflightSummary } from "./PreflightSummary";
 import { describeSelection, needsExtend, preflightBody, preflightValidity, type Selection } from "./prepare";
 import { extendPreflight, replayKeys, runPreflight } from "./queries";
 import { ReplayProgress } from "./ReplayProgress";
-import type { Preflight } from "./types";
+import type { Preflight } from "@/lib/replay/schema";
 import { useNow } from "./useNow";
 
 type Step = "select" | "preflight" | "extend" | "confirm" | "run";

@@ -1,6 +1,6 @@
 import { formatCount, formatDateTime } from "@/components/ui/format";
 import { replayProgress } from "./prepare";
-import type { ReplaySummary } from "./types";
+import type { ReplaySummary } from "@/lib/replay/schema";
 
 /** Recent replays, newest first, with their state and counts; Open shows one's progress or results. Display only. */
 export function ReplaysTable({ replays, onOpen }: { replays: ReplaySummary[]; onOpen: (id: string) => void }) {

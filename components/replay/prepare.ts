@@ -5,18 +5,17 @@
  * No React, no fetch; unit-tested in test/replay/prepare.test.ts.
  */
 import { formatCount, formatDuration } from "@/components/ui/format";
+import type { DeadLetter, DeadLetterStatus } from "@/lib/deadletters/schema";
 import {
   CATEGORIES,
   type Category,
-  type DeadLetter,
-  type DeadLetterStatus,
-  type ItemOutcome,
+  type Outcome as ItemOutcome,
   type Preflight,
   type PreflightCounts,
   type PreflightItem,
   type ReplayStatus,
   type ReplaySummary,
-} from "./types";
+} from "@/lib/replay/schema";
 
 export { CATEGORIES };
 

@@ -5,7 +5,8 @@
 import { infiniteQueryOptions, queryOptions } from "@tanstack/react-query";
 import { api, retryUnlessClientError } from "@/components/api";
 import { filterParams, pollInterval, type DeadLetterFilters, type PreflightBody, type ReplayBody } from "./prepare";
-import type { DeadLetterPage, Preflight, Replay, ReplaySummary } from "./types";
+import type { DeadLetterList as DeadLetterPage } from "@/lib/deadletters/schema";
+import type { Preflight, Replay, ReplaySummary } from "@/lib/replay/schema";
 
 export const DEAD_LETTER_PAGE_SIZE = 100;
 /** The warning panel reads this many of the soonest-expiring pending dead letters. */

@@ -31,7 +31,8 @@ import {
   selectionFromFilters,
   type ConfirmState,
 } from "../../components/replay/prepare";
-import type { DeadLetter, Preflight, PreflightCounts, PreflightItem, ReplaySummary } from "../../components/replay/types";
+import type { DeadLetter } from "../../lib/deadletters/schema";
+import type { Preflight, PreflightCounts, PreflightItem, ReplaySummary } from "../../lib/replay/schema";
 
 const NOW = Date.parse("2026-12-02T12:00:00Z");
 const H = 3_600_000;
@@ -66,6 +67,7 @@ const preflight = (c: Partial<PreflightCounts>, extendedAt: string | null = null
   validUntil: iso(NOW + 15 * 60_000),
   windowSeconds: 3600,
   extendedAt,
+  truncated: false,
   counts: counts(c),
   items: [],
 });
