@@ -66,7 +66,7 @@ export function ReplayTarget({ source, canEdit }: { source: SourceItem; canEdit:
         </div>
       </dl>
       {canEdit && editing && (
-        <form className="form form--row" onSubmit={submit} noValidate aria-label={`Replay destination of ${source.name}`}>
+        <form className="form form--row" onSubmit={submit} noValidate aria-label={`Set the replay destination of ${source.name}`}>
           <div className="field">
             <label className="field__label" htmlFor={inputId}>
               Replay destination of {source.name}
