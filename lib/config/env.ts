@@ -62,6 +62,15 @@ const envSchema = z.object({
   // How long the audit history is kept, in days (whole months are dropped past it). Never below 90, the
   // longest TTL a source may have.
   KEYWARD_AUDIT_RETENTION_DAYS: intFrom(400, 90, 36500),
+  // The replay executor (lib/replay/executor.ts): whether this process runs it, how often it looks for
+  // work, how long a worker's hold on a replay or item lasts without renewal (a dead server's items are
+  // picked up again after it), and the timeout of one delivery.
+  KEYWARD_REPLAY_WORKER: z.enum(["true", "false", "1", "0", ""]).default("1").transform((v) => v !== "false" && v !== "0"),
+  KEYWARD_REPLAY_POLL_MS: intFrom(500, 50, 60000),
+  KEYWARD_REPLAY_LEASE_SECONDS: intFrom(60, 2, 3600),
+  KEYWARD_REPLAY_TIMEOUT_MS: intFrom(10000, 100, 120000),
+  // Settled (delivered) dead letters of a source without its own dead-letter retention are pruned after this.
+  KEYWARD_DEAD_LETTER_RETENTION_DAYS: intFrom(30, 1, 3650),
 });
 
 export type KeywardEnv = z.infer<typeof envSchema>;

@@ -37,7 +37,7 @@ WITH input AS (
 ),
 ins AS (
   INSERT INTO dead_letters (id, source, event_id, event_type, payload, payload_bytes, error, attempts, failed_at, queue)
-  SELECT id, source, event_id, event_type, payload::jsonb, payload_bytes, error, attempts,
+  SELECT id, source, event_id, event_type, payload::json, payload_bytes, error, attempts,
          date_trunc('milliseconds', coalesce(failed_at, now())), queue
   FROM input
   RETURNING id, source, event_id, event_type, attempts, queue, error, failed_at

@@ -2,8 +2,8 @@
  * Preflight: classify a source's pending dead letters (chosen by id, or by a filter; an empty filter takes
  * them all) by what replaying each would do (classify.ts), and store the result for 15 minutes so a
  * replay starts from exactly what the operator saw. `extendPreflight` extends the live keys of that
- * preflight's alive and expiring items to last the replay window (never shortens, never resurrects an
- * expired key), records the action with counts, and re-classifies.
+ * preflight's alive and expiring items to last the replay window plus the send margin (never shortens,
+ * never resurrects an expired key), records the action with counts, and re-classifies.
  */
 import { KeywardError } from "../errors";
 import { prisma } from "../db/client";
@@ -14,7 +14,7 @@ import type { Principal } from "../auth/principal";
 import { actorOf } from "../auth/principal";
 import { getSource } from "../sources/sources";
 import { likePattern, UUID_RE } from "../deadletters/list";
-import { classifyReplayBatch, countCategories, type Classified } from "./classify";
+import { classifyReplayBatch, countCategories, SEND_MARGIN_SECONDS, type Classified } from "./classify";
 import { FACTS_SQL, factsFromRows, factsParams, NOW_SQL, readFacts, type Facts, type FactRow } from "./facts";
 import {
   MAX_PREFLIGHT_ITEMS,
@@ -128,6 +128,10 @@ function staleError(id: string, validUntil: Date): KeywardError {
 }
 export { staleError };
 
+/**
+ * $3 = window + SEND_MARGIN_SECONDS: a key extended to exactly now + window would still be `expiring`
+ * (a key is dead at its expires_at) and would fail the pre-send re-check at the window's end.
+ */
 const EXTEND_SQL = `
 UPDATE dedup_keys k SET expires_at = greatest(k.expires_at, now() + make_interval(secs => $3::int))
 WHERE k.source = $1 AND k.event_id = ANY($2::text[]) AND k.expires_at > now()
@@ -152,7 +156,12 @@ export async function extendPreflight(id: string, actor: Principal): Promise<{ e
           );
           if (stale) throw staleError(id, new Date(before.validUntil));
           const n = targets.length
-            ? await tx.$executeRawUnsafe(EXTEND_SQL, before.source, [...new Set(targets.map((t) => t.eventId))], before.windowSeconds)
+            ? await tx.$executeRawUnsafe(
+                EXTEND_SQL,
+                before.source,
+                [...new Set(targets.map((t) => t.eventId))],
+                before.windowSeconds + SEND_MARGIN_SECONDS,
+              )
             : 0;
           // Re-classify every item against the keys as they are now (inside this transaction).
           const facts = await readFactsTx(tx, before.source, before.items.map((i) => i.eventId));

@@ -3,11 +3,13 @@
  * KEYWARD_PRUNE_INTERVAL_SECONDS (default 60; 0 turns it off, e.g. when an external scheduler calls
  * POST /api/v1/maintenance/prune/external instead). The next run is timed from the end of the previous
  * one, so runs of one process never overlap; across instances the advisory lock lets one run and the
- * others skip. A failed run is logged and retried at the next tick; it never stops the server.
+ * others skip. A failed run is logged and retried at the next tick; it never stops the server. After each
+ * run, settled dead letters past their retention are pruned too (lib/deadletters/prune.ts, bounded).
  */
 import os from "node:os";
 import { loadEnv } from "../config/env";
 import { pruneExpiredKeys } from "./prune";
+import { pruneSettledDeadLetters } from "../deadletters/prune";
 
 /** Starts the schedule; the returned function stops it and waits for a run in progress to end its batch. */
 export function schedulePruning(log: (msg: string) => void): () => Promise<void> {
@@ -28,6 +30,10 @@ export function schedulePruning(log: (msg: string) => void): () => Promise<void>
         },
         (err: unknown) => log(`pruning failed (will retry in ${everyMs / 1000} s): ${(err as Error).message}`),
       )
+      .then(async () => {
+        if (!abort.signal.aborted) await pruneSettledDeadLetters();
+      })
+      .catch((err: unknown) => log(`dead-letter pruning failed (will retry): ${(err as Error).message}`))
       .finally(() => {
         running = undefined;
         if (!abort.signal.aborted) arm();

@@ -17,6 +17,7 @@ import { buildIfNeeded, ensureGeneratedClient, ROOT } from "./build";
 import { matchFastRoute, serveFast } from "./fast-routes";
 import { dropExpiredAuditPartitions, ensureAuditPartitions, scheduleAuditPartitions } from "../audit/partitions";
 import { schedulePruning } from "../retention/schedule";
+import { scheduleReplayWorker } from "../replay/executor";
 import { pageHeaders } from "../http/headers";
 
 export async function startServer(options: { build?: boolean } = {}): Promise<void> {
@@ -79,6 +80,7 @@ export async function startServer(options: { build?: boolean } = {}): Promise<vo
   const stopPartitions = scheduleAuditPartitions((msg) => console.error(`[keyward] ${msg}`));
   const stopSampler = scheduleMetricsSampler((msg) => console.error(`[keyward] ${msg}`));
   const stopPruning = schedulePruning((msg) => console.error(`[keyward] ${msg}`));
+  const stopReplays = scheduleReplayWorker((msg) => console.error(`[keyward] ${msg}`));
   await printFirstStartHints();
 
   let stopping = false;
@@ -89,12 +91,15 @@ export async function startServer(options: { build?: boolean } = {}): Promise<vo
     stopPartitions();
     const samplerStopped = stopSampler();
     const pruningStopped = stopPruning();
+    // Deliveries in flight are aborted and their items put back (a restart resumes them).
+    const replaysStopped = stopReplays();
     // Let requests in flight finish (a committed claim must get its answer), then cut what is left.
     const closed = new Promise((r) => server.close(r));
     server.closeIdleConnections();
     const drained = await Promise.race([closed.then(() => true), new Promise((r) => setTimeout(() => r(false), 10_000))]);
     if (!drained) server.closeAllConnections();
     await pruningStopped; // a run in progress ends after its current batch, before the pool closes
+    await replaysStopped;
     await flushClaimCounts().catch(() => {});
     await samplerStopped; // a sample in progress commits or rolls back before the pool closes
     await closeDb();

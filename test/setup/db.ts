@@ -8,6 +8,8 @@ process.env.DATABASE_URL = inject("databaseUrl");
 // Test files share this database, and many keep expired-but-not-yet-pruned keys on purpose: no server a
 // test starts may prune it on a schedule (the pruning tests use their own database, setup/private-db.ts).
 process.env.KEYWARD_PRUNE_INTERVAL_SECONDS = "0";
+// Nor may a server run the replay executor unless its test asks for it (KEYWARD_REPLAY_WORKER=1 in its env).
+process.env.KEYWARD_REPLAY_WORKER = "0";
 
 export const uniq = (prefix = "t") => `${prefix}-${randomBytes(4).toString("hex")}`;
 

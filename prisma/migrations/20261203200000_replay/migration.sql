@@ -16,7 +16,8 @@ CREATE TABLE "dead_letters" (
     "source" TEXT NOT NULL REFERENCES "sources" ("name") ON UPDATE CASCADE,
     "event_id" TEXT NOT NULL,
     "event_type" TEXT NOT NULL,
-    "payload" JSONB NOT NULL,
+    -- json, not jsonb: kept exactly as serialized at intake, so a replay sends the same bytes.
+    "payload" JSON NOT NULL,
     "payload_bytes" INTEGER NOT NULL,
     "error" TEXT NOT NULL,
     "attempts" INTEGER NOT NULL DEFAULT 0 CHECK ("attempts" >= 0),

@@ -1,0 +1,11 @@
+/**
+ * POST /api/v1/replays/preflight/:id/extend — extend the live keys of the preflight's alive and expiring
+ * items to last the replay window (never shortens, never resurrects an expired key), recorded with counts,
+ * then re-classify (operators): 200 { extended, preflight }; 409 when the preflight is stale.
+ */
+import { extendPreflight } from "@/lib/replay/preflight";
+import { json, route } from "@/lib/http/route";
+
+export const POST = route<{ id: string }>(async ({ params, principal }) => json(await extendPreflight(params.id, principal)), {
+  allow: ["operator"],
+});

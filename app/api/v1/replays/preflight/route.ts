@@ -1,0 +1,10 @@
+/**
+ * POST /api/v1/replays/preflight — classify a source's pending dead letters (by id, or by filter; an empty
+ * filter takes them all) for a replay, and store the result for 15 minutes (operators): 201 Preflight.
+ */
+import { createPreflight } from "@/lib/replay/preflight";
+import { json, readJson, route } from "@/lib/http/route";
+
+export const POST = route(async ({ req, principal }) => json(await createPreflight(await readJson(req), principal), 201), {
+  allow: ["operator"],
+});
