@@ -1,9 +1,12 @@
 import Link from "next/link";
 
-/** An event id linking to its page (/events/{source}/{eventId}): its key, audit history and dead letters. */
+/**
+ * An event id linking to its page (/events/{source}/{eventId}). Not prefetched: tables list many events,
+ * and a person opens one of them, if any.
+ */
 export function EventLink({ source, eventId }: { source: string; eventId: string }) {
   return (
-    <Link className="mono" href={`/events/${encodeURIComponent(source)}/${encodeURIComponent(eventId)}`}>
+    <Link className="mono" prefetch={false} href={`/events/${encodeURIComponent(source)}/${encodeURIComponent(eventId)}`}>
       {eventId}
     </Link>
   );
