@@ -30,13 +30,13 @@ export function KeyRiskPanel({ source }: { source: string | undefined }) {
         Keys at risk
       </h2>
       <p className="callout__body">
-        {headline} An expired key no longer stops a duplicate: the preflight shows which of these were processed. Replay the
-        others (or extend their keys in the wizard) before they expire.
+        {headline} Without a live key nothing stops a duplicate: the preflight shows which of these were processed before.
+        Replay the ones still protected (or extend their keys in the wizard) before their keys expire.
       </p>
       {risks.length > 0 && (
         <div className="table-wrap">
           <table className="table">
-            <caption className="visually-hidden">Pending dead letters with keys expired or expiring within 24 h, soonest first</caption>
+            <caption className="visually-hidden">Keys at risk, soonest first</caption>
             <thead>
               <tr>
                 <th scope="col">Event</th>

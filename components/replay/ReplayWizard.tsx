@@ -62,9 +62,9 @@ export function ReplayWizard({ selection, onClose }: { selection: Selection; onC
         </button>
       </header>
       <ol className="wizard__steps" aria-label="Steps">
-        {STEPS.map((s) => (
+        {STEPS.map((s, i) => (
           <li key={s.step} aria-current={s.step === current ? "step" : undefined} className={s.step === current ? "wizard__step--current" : undefined}>
-            {s.label}
+            {i + 1}. {s.label}
           </li>
         ))}
       </ol>

@@ -101,15 +101,21 @@ export type KeyRisk = { item: DeadLetter; expired: boolean; msLeft: number | nul
 
 /**
  * Pending dead letters whose key already expired or expires within `horizonMs` (24 h): the ones a replay
- * could process twice, or soon could. Soonest first: already expired before expiring, earlier expiry
- * first; an expired key with no recorded expiry counts as the oldest; ties by the older failure.
+ * could process twice, or soon could. "No live key" (state `none`) counts as expired: the key may have
+ * been pruned after it expired, or the event was never claimed; only the preflight can tell (the server's
+ * keyRisk.expired counts them the same way). Soonest first: no known expiry, then the earliest expiry
+ * (already past before still to come); ties by the older failure.
  */
 export function keysAtRisk(items: readonly DeadLetter[], nowMs: number, horizonMs = DAY_MS): KeyRisk[] {
   const risks: KeyRisk[] = [];
   for (const item of items) {
     if (item.status !== "pending") continue;
     const at = item.key.expiresAt ? Date.parse(item.key.expiresAt) : null;
-    const expired = item.key.state === "expired" || (at !== null && at <= nowMs && item.key.state !== "none");
+    if (item.key.state === "none") {
+      risks.push({ item, expired: true, msLeft: null, label: "no live key" });
+      continue;
+    }
+    const expired = item.key.state === "expired" || (at !== null && at <= nowMs);
     if (expired) {
       risks.push({ item, expired: true, msLeft: at === null ? null : at - nowMs, label: describeExpiry(at, nowMs) });
     } else if (item.key.state === "alive" && at !== null && at - nowMs <= horizonMs) {
@@ -131,7 +137,7 @@ export function describeExpiry(atMs: number | null, nowMs: number): string {
 /** The headline of the warning panel, from the server's counts (over all pending dead letters matching). */
 export function keyRiskHeadline(risk: { expired: number; expiringSoon: number }): string | null {
   const parts: string[] = [];
-  if (risk.expired > 0) parts.push(`${formatCount(risk.expired)} with ${risk.expired === 1 ? "its key" : "keys"} already expired`);
+  if (risk.expired > 0) parts.push(`${formatCount(risk.expired)} with no live key (expired, or never claimed)`);
   if (risk.expiringSoon > 0) parts.push(`${formatCount(risk.expiringSoon)} whose ${risk.expiringSoon === 1 ? "key expires" : "keys expire"} within 24 h`);
   if (parts.length === 0) return null;
   return `Pending dead letters at risk: ${parts.join(", ")}.`;

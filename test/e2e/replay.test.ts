@@ -153,7 +153,7 @@ describe("the Replay screen in Chromium", () => {
     await page.getByText(`7 of 7 dead letters shown`).waitFor();
     await page.getByRole("button", { name: "Show error upstream 503: 3" }).click();
     await page.getByText(`3 of 3 dead letters shown`).waitFor();
-    expect(await page.getByRole("table", { name: "Dead letters" }).getByRole("link", { name: ids.alive2 }).getAttribute("href")).toBe(
+    expect(await page.getByRole("table", { name: "Dead letters", exact: true }).getByRole("link", { name: ids.alive2 }).getAttribute("href")).toBe(
       `/events/${source}/${ids.alive2}`,
     );
     await page.getByRole("button", { name: "Clear filters" }).click();
@@ -235,7 +235,7 @@ describe("the Replay screen in Chromium", () => {
     await filters.getByLabel("Source", { exact: true }).selectOption(source);
     await filters.getByRole("button", { name: "Filter" }).click();
     await page.getByText(`7 of 7 dead letters shown`).waitFor();
-    expect(await page.getByRole("table", { name: "Dead letters" }).getByRole("link", { name: ids.new1 }).count()).toBe(1);
+    expect(await page.getByRole("table", { name: "Dead letters", exact: true }).getByRole("link", { name: ids.new1 }).count()).toBe(1);
     await page.getByRole("heading", { name: "Replays" }).waitFor();
     expect(await page.getByRole("button", { name: ACTION_BUTTONS }).count()).toBe(0);
     expect(await page.getByRole("checkbox").count()).toBe(0);

@@ -129,7 +129,7 @@ describe("countRows", () => {
 });
 
 describe("keysAtRisk", () => {
-  it("keeps pending ones with expired keys or keys expiring within 24 h, soonest (oldest) first", () => {
+  it("keeps pending ones with no live key or a key expiring within 24 h, soonest (oldest) first", () => {
     const items = [
       dl({ id: "later", key: { state: "alive", expiresAt: iso(NOW + 20 * H) } }),
       dl({ id: "safe", key: { state: "alive", expiresAt: iso(NOW + 30 * H) } }),
@@ -142,9 +142,9 @@ describe("keysAtRisk", () => {
       dl({ id: "flight", key: { state: "in_flight", expiresAt: iso(NOW + H) } }),
     ];
     const risks = keysAtRisk(items, NOW);
-    expect(risks.map((r) => r.item.id)).toEqual(["gone-unknown", "gone-long", "gone-recent", "soon", "later"]);
-    expect(risks.map((r) => r.expired)).toEqual([true, true, true, false, false]);
-    expect(risks.map((r) => r.label)).toEqual(["expired", "expired 5h ago", "expired 1h ago", "expires in 1h", "expires in 20h"]);
+    expect(risks.map((r) => r.item.id)).toEqual(["gone-unknown", "never", "gone-long", "gone-recent", "soon", "later"]);
+    expect(risks.map((r) => r.expired)).toEqual([true, true, true, true, false, false]);
+    expect(risks.map((r) => r.label)).toEqual(["expired", "no live key", "expired 5h ago", "expired 1h ago", "expires in 1h", "expires in 20h"]);
   });
 
   it("counts a key whose expiry passed as expired even if the list said alive", () => {
@@ -172,9 +172,9 @@ describe("keysAtRisk", () => {
 
   it("words the panel headline from the server's counts, or nothing when none is at risk", () => {
     expect(keyRiskHeadline({ expired: 0, expiringSoon: 0 })).toBeNull();
-    expect(keyRiskHeadline({ expired: 1, expiringSoon: 0 })).toBe("Pending dead letters at risk: 1 with its key already expired.");
+    expect(keyRiskHeadline({ expired: 1, expiringSoon: 0 })).toBe("Pending dead letters at risk: 1 with no live key (expired, or never claimed).");
     expect(keyRiskHeadline({ expired: 2, expiringSoon: 1200 })).toBe(
-      "Pending dead letters at risk: 2 with keys already expired, 1,200 whose keys expire within 24 h.",
+      "Pending dead letters at risk: 2 with no live key (expired, or never claimed), 1,200 whose keys expire within 24 h.",
     );
   });
 });
