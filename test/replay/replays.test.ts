@@ -11,6 +11,8 @@ import { POST as resumeRoute } from "../../app/api/v1/replays/[id]/resume/route"
 import { POST as cancelRoute } from "../../app/api/v1/replays/[id]/cancel/route";
 import { POST as preflightRoute } from "../../app/api/v1/replays/preflight/route";
 import { GET as deadLettersRoute } from "../../app/api/v1/dead-letters/route";
+import { GET as deadLetterRoute } from "../../app/api/v1/dead-letters/[id]/route";
+import { GET as preflightGetRoute } from "../../app/api/v1/replays/preflight/[id]/route";
 import { claimEvent } from "../../lib/claims/claim";
 import { makeSource, sql, uniq } from "../setup/db";
 import { isErrorBody, makeApiKey } from "../setup/http";
@@ -107,6 +109,18 @@ describe("POST /api/v1/replays", () => {
     const second = await start(key, { preflightId, include: ["alive"] });
     expect(second.status).toBe(422);
     expect(second.body.error.code).toBe("nothing_to_replay");
+  });
+
+  it("two concurrent requests with one key start one replay", async () => {
+    const key = await operatorKey();
+    const { preflightId } = await setup(key);
+    const idem = uniq("idem");
+    const body = { preflightId, include: ["alive", "never_processed"] };
+    const [a, b] = await Promise.all([start(key, body, idem), start(key, body, idem)]);
+    expect([a.status, b.status]).toEqual([202, 202]);
+    expect(a.body.replayId).toBe(b.body.replayId);
+    const [{ n }] = await sql<{ n: number }>("SELECT count(*)::int AS n FROM replays WHERE preflight_id = $1", [preflightId]);
+    expect(n).toBe(1);
   });
 
   it("the same key with a different body → 422 idempotency_key_reused; a missing key → 422", async () => {
@@ -271,5 +285,22 @@ describe("GET /api/v1/replays and GET /api/v1/dead-letters", () => {
     expect(filtered.body.items).toEqual([]);
     expect((await call(deadLettersRoute, { key, path: `/api/v1/dead-letters?status=nope` })).status).toBe(422);
     expect((await call(deadLettersRoute, { key, path: `/api/v1/dead-letters?cursor=xyz` })).status).toBe(422);
+  });
+
+  it("GET one dead letter (payload, key, last replay error) and one stored preflight; unknown ids are 404", async () => {
+    const key = await operatorKey();
+    const { source, preflightId, events } = await setup(key);
+    const [row] = await sql<{ id: string }>("SELECT id FROM dead_letters WHERE source = $1 AND event_id = $2", [source, events.fresh]);
+    const one = await call(deadLetterRoute, { key, params: { id: row.id } });
+    expect(one.status).toBe(200);
+    expect(one.body).toMatchObject({ id: row.id, source, eventId: events.fresh, status: "pending", lastReplayError: null, key: { state: "none", expiresAt: null } });
+    expect(one.body.payload).toEqual({ id: events.fresh, n: 3 });
+    const pf = await call(preflightGetRoute, { key, params: { id: preflightId } });
+    expect(pf.status).toBe(200);
+    expect(pf.body).toMatchObject({ preflightId, source, counts: { total: 5 } });
+    for (const id of ["nope", "00000000-0000-4000-8000-000000000000"]) {
+      expect((await call(deadLetterRoute, { key, params: { id } })).status).toBe(404);
+      expect((await call(preflightGetRoute, { key, params: { id } })).status).toBe(404);
+    }
   });
 });
