@@ -196,8 +196,14 @@ describe("the Replay screen in Chromium", () => {
     expect(await confirm.getByRole("checkbox", { name: /^Never processed \(3\)/ }).isChecked()).toBe(true);
     expect(await confirm.getByRole("checkbox", { name: /^Expired, processed \(1\)/ }).isChecked()).toBe(false);
     expect(await confirm.getByRole("checkbox", { name: /^In flight/ }).isDisabled()).toBe(true);
+    // Including the expired processed one makes it a forced replay: a reason and the source's name.
+    await confirm.getByRole("checkbox", { name: /^Expired, processed \(1\)/ }).check();
+    await confirm.getByLabel("Reason for forcing").waitFor();
+    await confirm.getByLabel("Type the source name to confirm").fill("7");
+    expect(await confirm.getByRole("button", { name: "Start replay of 7 events" }).isDisabled()).toBe(true);
+    await confirm.getByRole("checkbox", { name: /^Expired, processed \(1\)/ }).uncheck();
+    expect(await confirm.getByLabel("Reason for forcing").count()).toBe(0);
     const start = confirm.getByRole("button", { name: "Start replay of 6 events" });
-    expect(await start.isDisabled()).toBe(true);
     await confirm.getByLabel("Type the number of events to confirm").fill("5");
     expect(await start.isDisabled()).toBe(true);
     await confirm.getByLabel("Type the number of events to confirm").fill("6");
