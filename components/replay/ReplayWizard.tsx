@@ -9,7 +9,7 @@ import { PreflightSummary } from "./PreflightSummary";
 import { describeSelection, needsExtend, preflightBody, preflightValidity, type Selection } from "./prepare";
 import { extendPreflight, replayKeys, runPreflight } from "./queries";
 import { ReplayProgress } from "./ReplayProgress";
-import type { Preflight } from "@/lib/replay/schema";
+import { MAX_PREFLIGHT_ITEMS, type Preflight } from "@/lib/replay/schema";
 import { useNow } from "./useNow";
 
 type Step = "select" | "preflight" | "extend" | "confirm" | "run";
@@ -197,6 +197,12 @@ function PreflightStep({
             {rerunning ? "Checking keys…" : "Run the preflight again"}
           </button>
         </div>
+      )}
+      {preflight.truncated && (
+        <p className="note">
+          More pending dead letters match than one preflight takes ({formatCount(MAX_PREFLIGHT_ITEMS)}): these are the oldest failures.
+          Replay them, then run the wizard again for the rest.
+        </p>
       )}
       {rerunError != null && <ErrorBox title="The preflight failed" error={rerunError} />}
       <PreflightSummary preflight={preflight} nowMs={now} />
