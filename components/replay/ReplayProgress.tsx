@@ -1,7 +1,7 @@
 "use client";
 
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
-import { useEffect, useRef } from "react";
+import { useEffect, useId, useRef } from "react";
 import { useCan } from "@/components/auth/SessionProvider";
 import { ConfirmAction } from "@/components/ui/ConfirmAction";
 import { ErrorBox } from "@/components/ui/ErrorBox";
@@ -52,11 +52,13 @@ export function ReplayProgress({
   }, [finished, queryClient]);
 
   const title = data && isFinished(data.status) ? "Results" : "Progress";
+  // useId, not the replay id: the same replay may be on screen twice (in the wizard and opened from the list).
+  const titleId = useId();
   const Wrapper = embedded ? "div" : "section";
   return (
-    <Wrapper className={embedded ? "wizard__stage" : "panel panel--form"} aria-labelledby={`replay-${replayId}-title`} role={embedded ? "group" : undefined}>
+    <Wrapper className={embedded ? "wizard__stage" : "panel panel--form"} aria-labelledby={titleId} role={embedded ? "group" : undefined}>
       <header className="source-card__header">
-        <h3 className={embedded ? "source-card__subtitle" : "section-title section-title--flush"} id={`replay-${replayId}-title`}>
+        <h3 className={embedded ? "source-card__subtitle" : "section-title section-title--flush"} id={titleId}>
           {embedded ? title : `Replay ${data ? `of ${data.source}` : ""}: ${title.toLowerCase()}`}
         </h3>
         {data && <span className={`status ${STATUS_TONE[data.status]}`}>{data.status}</span>}

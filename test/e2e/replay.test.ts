@@ -226,7 +226,11 @@ describe("the Replay screen in Chromium", () => {
     expect(receiver.processedTwice()).toEqual([]);
 
     // The replays list has it; the dead letter that was not included is still pending.
-    await page.getByRole("table", { name: "Replays, newest first" }).getByRole("button", { name: new RegExp(`^Open replay of ${source}`) }).waitFor();
+    const open = page.getByRole("table", { name: "Replays, newest first" }).getByRole("button", { name: new RegExp(`^Open replay of ${source}`) });
+    await open.click();
+    const opened = page.getByRole("region", { name: `Replay of ${source}: results` });
+    await opened.getByText("Finished: 6 delivered of 6.").waitFor();
+    expect(await opened.innerText()).toContain("includes alive, never_processed");
     const [gone] = await sql<{ status: string }>("SELECT status FROM dead_letters WHERE source = $1 AND event_id = $2", [source, ids.gone]);
     expect(gone.status).toBe("pending");
     expect(errors).toEqual([]);
