@@ -9,8 +9,11 @@ export { ApiError };
 
 type Method = "GET" | "POST" | "PATCH" | "DELETE";
 
-export async function api<T>(path: string, init: { method?: Method; body?: unknown; signal?: AbortSignal } = {}): Promise<T> {
-  const headers: Record<string, string> = { accept: "application/json" };
+export async function api<T>(
+  path: string,
+  init: { method?: Method; body?: unknown; signal?: AbortSignal; headers?: Record<string, string> } = {},
+): Promise<T> {
+  const headers: Record<string, string> = { ...init.headers, accept: "application/json" };
   if (init.body !== undefined) headers["content-type"] = "application/json";
   let res: Response;
   try {

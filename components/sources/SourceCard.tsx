@@ -7,10 +7,12 @@ import { describeProjection, invariantTitle, summarizeInvariants, ttlEquation } 
 import type { PresetItem, SourceItem, SourceSettings } from "./queries";
 import { EditSource } from "./EditSource";
 import { ExtendLiveKeys } from "./ExtendLiveKeys";
+import { ReplayTarget } from "./ReplayTarget";
 
 /**
  * One source: how its TTL is made up, its preset, dead-letter retention, projected size and invariant
- * checks (flagged when one fails); Edit for admins, Extend live keys for operators.
+ * checks (flagged when one fails), replay destination and signing secret; Edit (and the replay settings)
+ * for admins, Extend live keys for operators.
  */
 export function SourceCard({
   source,
@@ -67,6 +69,7 @@ export function SourceCard({
       ) : (
         <SourceFacts source={source} preset={presets?.find((p) => p.name === source.preset)} />
       )}
+      <ReplayTarget source={source} canEdit={canEdit} />
       <h4 className="source-card__subtitle">Checks</h4>
       <ul className="checks">
         {source.invariants.map((i) => (

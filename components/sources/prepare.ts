@@ -307,3 +307,25 @@ export function fieldErrorsFromServer(details: unknown): FieldErrors {
   }
   return errors;
 }
+
+// ---------------------------------------------------------------------------------------------------
+// The replay destination
+
+/**
+ * The typed replay destination as the PATCH value: an http(s) URL without credentials (the server's rule,
+ * lib/sources/schema.ts), or null for empty (no destination).
+ */
+export function parseReplayDestination(text: string): { ok: true; value: string | null } | { ok: false; error: string } {
+  const t = text.trim();
+  if (!t) return { ok: true, value: null };
+  let url: URL;
+  try {
+    url = new URL(t);
+  } catch {
+    return { ok: false, error: "Type a full URL, e.g. https://billing.internal/webhooks/replay" };
+  }
+  if (url.protocol !== "http:" && url.protocol !== "https:") return { ok: false, error: "The destination must be an http:// or https:// URL" };
+  if (url.username || url.password) return { ok: false, error: "No credentials in the URL: the signature authenticates each request" };
+  if (t.length > 2048) return { ok: false, error: "The destination must be at most 2048 characters" };
+  return { ok: true, value: t };
+}

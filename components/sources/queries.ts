@@ -11,6 +11,10 @@ export type SourceSettings = SourceParts & {
   ttlSeconds: number;
   preset: string | null;
   deadLetterRetentionSeconds: number | null;
+  /** Where replays of its dead letters are POSTed (http/https URL), or null. */
+  replayDestination: string | null;
+  /** When the replay signing secret was last generated; the secret itself is shown once, never listed. */
+  signingSecretSetAt: string | null;
   createdAt: string;
   updatedAt: string;
 };
@@ -64,4 +68,14 @@ export function updateSource(name: string, body: UpdateSourceBody) {
 /** Operators. Extends live keys to the current TTL, never shortens; recorded in the action log. */
 export function extendLiveKeys(name: string) {
   return api<{ source: string; ttlSeconds: number; extended: number }>(`${sourcePath(name)}/extend`, { method: "POST", body: {} });
+}
+
+/** Admins. Sets (or clears, with null) where replays of the source's dead letters are delivered. */
+export function setReplayDestination(name: string, replayDestination: string | null) {
+  return api<SourceSettings>(sourcePath(name), { method: "PATCH", body: { replayDestination } });
+}
+
+/** Admins. Generates or rotates the replay signing secret; this answer is the only time it is shown. */
+export function rotateSigningSecret(name: string) {
+  return api<{ secret: string; setAt: string }>(`${sourcePath(name)}/signing-secret`, { method: "POST", body: {} });
 }

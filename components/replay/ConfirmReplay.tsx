@@ -1,0 +1,177 @@
+"use client";
+
+import { useMutation } from "@tanstack/react-query";
+import { useRef, useState, type FormEvent } from "react";
+import { ErrorBox } from "@/components/ui/ErrorBox";
+import { formatCount } from "@/components/ui/format";
+import {
+  CATEGORIES,
+  CATEGORY_INFO,
+  checkConfirm,
+  confirmPhrase,
+  DEFAULT_RATE,
+  defaultInclude,
+  idempotencyKeyFor,
+  includable,
+  MAX_RATE,
+  MIN_FORCE_REASON,
+  type ReplayBody,
+} from "./prepare";
+import { newIdempotencyKey, startReplay } from "./queries";
+import type { Category, Preflight } from "@/lib/replay/schema";
+
+/**
+ * The confirm step: which categories to include (expired_processed only with a reason and the source's
+ * name typed), the rate, and the count typed to confirm. Start sends one Idempotency-Key per body, so a
+ * double click or a retry starts one replay.
+ */
+export function ConfirmReplay({
+  preflight,
+  onBack,
+  onStarted,
+}: {
+  preflight: Preflight;
+  onBack: () => void;
+  onStarted: (replayId: string) => void;
+}) {
+  const [include, setInclude] = useState<Category[]>(() => defaultInclude(preflight));
+  const [reason, setReason] = useState("");
+  const [typed, setTyped] = useState("");
+  const [rate, setRate] = useState(String(DEFAULT_RATE));
+  const [showProblems, setShowProblems] = useState(false);
+  const sent = useRef<{ key: string; body: string } | null>(null);
+  const start = useMutation({
+    mutationFn: ({ body, key }: { body: ReplayBody; key: string }) => startReplay(body, key),
+    onSuccess: (r) => onStarted(r.replayId),
+  });
+  const checked = checkConfirm(preflight, { include, reason, typed, rate });
+  const forced = include.includes("expired_processed");
+  const phrase = confirmPhrase(preflight.source, checked.count, forced);
+  const toggle = (c: Category) => setInclude((old) => (old.includes(c) ? old.filter((x) => x !== c) : [...old, c]));
+  const submit = (e: FormEvent<HTMLFormElement>) => {
+    e.preventDefault();
+    if (!checked.ok) return setShowProblems(true);
+    if (start.isPending) return;
+    sent.current = idempotencyKeyFor(sent.current, checked.body, newIdempotencyKey);
+    start.mutate({ body: checked.body, key: sent.current.key });
+  };
+  return (
+    <form className="form wizard__stage" onSubmit={submit} noValidate aria-label="Confirm the replay">
+      <h3 className="source-card__subtitle">Confirm</h3>
+      <fieldset className="fieldset">
+        <legend className="field__label">Include</legend>
+        {CATEGORIES.map((c) => {
+          const info = CATEGORY_INFO[c];
+          const count = preflight.counts[c];
+          const allowed = includable(c, preflight);
+          const why =
+            c === "in_flight"
+              ? "never replayed while a handler holds it"
+              : count === 0
+                ? "none in this preflight"
+                : c === "expiring" && !allowed
+                  ? "extend the keys first"
+                  : c === "expired_processed"
+                    ? "would process these twice: needs a reason"
+                    : null;
+          return (
+            <label key={c} className="check">
+              <input type="checkbox" checked={include.includes(c)} disabled={!allowed} onChange={() => toggle(c)} />
+              <span>
+                {info.label} ({formatCount(count)}){why && <span className="muted small"> — {why}</span>}
+              </span>
+            </label>
+          );
+        })}
+      </fieldset>
+      {forced && (
+        <div className="field">
+          <label className="field__label" htmlFor="force-reason">
+            Reason for forcing
+          </label>
+          <textarea
+            className="input input--wide"
+            id="force-reason"
+            rows={2}
+            value={reason}
+            onChange={(e) => setReason(e.target.value)}
+            aria-describedby="force-reason-hint"
+          />
+          <span className="field__hint field__hint--wide" id="force-reason-hint">
+            At least {MIN_FORCE_REASON} characters; recorded with the replay in the action log. These{" "}
+            {formatCount(preflight.counts.expired_processed)} events were processed before and their keys are gone: the handler
+            will process them again.
+          </span>
+        </div>
+      )}
+      <div className="field">
+        <label className="field__label" htmlFor="replay-rate">
+          Rate (events per second)
+        </label>
+        <input
+          className="input input--duration"
+          id="replay-rate"
+          inputMode="numeric"
+          value={rate}
+          onChange={(e) => setRate(e.target.value)}
+          aria-describedby="replay-rate-hint"
+        />
+        <span className="field__hint" id="replay-rate-hint">
+          1 to {MAX_RATE}; default {DEFAULT_RATE}
+        </span>
+      </div>
+      <div className="field">
+        <label className="field__label" htmlFor="replay-confirm">
+          {forced ? "Type the source name to confirm" : "Type the number of events to confirm"}
+        </label>
+        <input
+          className="input"
+          id="replay-confirm"
+          value={typed}
+          onChange={(e) => setTyped(e.target.value)}
+          autoComplete="off"
+          spellCheck={false}
+          aria-describedby="replay-confirm-hint"
+        />
+        <span className="field__hint field__hint--wide" id="replay-confirm-hint">
+          {forced ? (
+            <>
+              A forced replay: type <strong className="source-name">{phrase}</strong>
+            </>
+          ) : (
+            <>
+              Type <strong>{phrase}</strong>: the number of events this replay sends
+            </>
+          )}
+        </span>
+      </div>
+      {showProblems && !checked.ok && (
+        <ul className="inline-error" role="alert">
+          {checked.problems.map((p) => (
+            <li key={p}>{p}</li>
+          ))}
+        </ul>
+      )}
+      {start.isError && (
+        <ErrorBox title="The replay did not start" error={start.error}>
+          {start.error instanceof Error && "code" in start.error && start.error.code === "preflight_stale" && (
+            <p>The preflight is older than 15 minutes: go back and run it again.</p>
+          )}
+        </ErrorBox>
+      )}
+      <div className="form__actions">
+        <button type="submit" className="button button--primary" disabled={start.isPending || !checked.ok} aria-busy={start.isPending || undefined}>
+          {start.isPending ? "Starting…" : `Start replay of ${formatCount(checked.count)} event${checked.count === 1 ? "" : "s"}`}
+        </button>
+        <button type="button" className="button" onClick={onBack} disabled={start.isPending}>
+          Back
+        </button>
+      </div>
+      {!checked.ok && (
+        <p className="muted small" aria-live="polite">
+          {checked.problems[0]}
+        </p>
+      )}
+    </form>
+  );
+}

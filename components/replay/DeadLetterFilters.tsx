@@ -1,0 +1,101 @@
+"use client";
+
+import { useQuery } from "@tanstack/react-query";
+import type { FormEvent } from "react";
+import { sourcesQuery } from "@/components/sources/queries";
+import { useHydrated } from "@/components/ui/useHydrated";
+import { hasFilters, isoToLocalInput, localInputToIso, type DeadLetterFilters } from "./prepare";
+import type { DeadLetterStatus } from "@/lib/deadletters/schema";
+
+const STATUSES: DeadLetterStatus[] = ["pending", "replaying", "delivered"];
+
+/** Narrow the dead letters: source, failed between from and to, error text, status. */
+export function DeadLetterFiltersForm({ filters, onChange }: { filters: DeadLetterFilters; onChange: (f: DeadLetterFilters) => void }) {
+  const hydrated = useHydrated();
+  const sources = useQuery(sourcesQuery());
+  const submit = (e: FormEvent<HTMLFormElement>) => {
+    e.preventDefault();
+    const form = new FormData(e.currentTarget);
+    const text = (k: string) => String(form.get(k) ?? "").trim();
+    const status = text("status") as DeadLetterStatus | "";
+    const from = localInputToIso(text("from"));
+    const to = localInputToIso(text("to"));
+    onChange({
+      ...(text("source") ? { source: text("source") } : {}),
+      ...(from ? { from } : {}),
+      ...(to ? { to } : {}),
+      ...(text("errorContains") ? { errorContains: text("errorContains") } : {}),
+      ...(status ? { status } : {}),
+    });
+  };
+  // Remount on an outside change (a click on a count), so the inputs show the filters in force.
+  const formKey = JSON.stringify(filters);
+  const names = sources.data?.map((s) => s.name) ?? [];
+  if (filters.source && !names.includes(filters.source)) names.unshift(filters.source);
+  return (
+    <form className="filters" method="get" onSubmit={submit} aria-label="Filter dead letters" key={formKey}>
+      <div className="field">
+        <label className="field__label" htmlFor="dl-source">
+          Source
+        </label>
+        <select className="input" id="dl-source" name="source" defaultValue={filters.source ?? ""}>
+          <option value="">All sources</option>
+          {names.map((n) => (
+            <option key={n} value={n}>
+              {n}
+            </option>
+          ))}
+        </select>
+      </div>
+      <div className="field">
+        <label className="field__label" htmlFor="dl-from">
+          Failed from
+        </label>
+        <input className="input" type="datetime-local" id="dl-from" name="from" defaultValue={isoToLocalInput(filters.from)} />
+      </div>
+      <div className="field">
+        <label className="field__label" htmlFor="dl-to">
+          Failed until
+        </label>
+        <input className="input" type="datetime-local" id="dl-to" name="to" defaultValue={isoToLocalInput(filters.to)} />
+      </div>
+      <div className="field">
+        <label className="field__label" htmlFor="dl-error">
+          Error contains
+        </label>
+        <input
+          className="input"
+          id="dl-error"
+          name="errorContains"
+          defaultValue={filters.errorContains ?? ""}
+          placeholder="timeout, 503, …"
+          autoComplete="off"
+          spellCheck={false}
+        />
+      </div>
+      <div className="field">
+        <label className="field__label" htmlFor="dl-status">
+          Status
+        </label>
+        <select className="input" id="dl-status" name="status" defaultValue={filters.status ?? ""}>
+          <option value="">Any status</option>
+          {STATUSES.map((s) => (
+            <option key={s} value={s}>
+              {s}
+            </option>
+          ))}
+        </select>
+      </div>
+      <div className="form__actions">
+        <button type="submit" className="button" disabled={!hydrated}>
+          Filter
+        </button>
+        {hasFilters(filters) && (
+          <button type="button" className="button" onClick={() => onChange({})}>
+            Clear filters
+          </button>
+        )}
+      </div>
+    </form>
+  );
+}

@@ -1,0 +1,74 @@
+import { EventLink } from "@/components/ui/EventLink";
+import { formatCount, formatDateTime } from "@/components/ui/format";
+import { categoryRows, describeExpiry, itemsByCategory } from "./prepare";
+import type { Preflight } from "@/lib/replay/schema";
+
+/** Items listed per category before "and N more". */
+const SHOWN = 100;
+
+/** The five categories with their counts and meaning, and each one's events. Display only. */
+export function PreflightSummary({ preflight, nowMs }: { preflight: Preflight; nowMs: number }) {
+  const rows = categoryRows(preflight.counts);
+  const byCategory = itemsByCategory(preflight.items);
+  return (
+    <>
+      <div className="table-wrap">
+        <table className="table table--wrap preflight-table">
+          <caption className="visually-hidden">Preflight summary</caption>
+          <thead>
+            <tr>
+              <th scope="col">Category</th>
+              <th scope="col" className="num">
+                Events
+              </th>
+              <th scope="col">What it means for a replay</th>
+            </tr>
+          </thead>
+          <tbody>
+            {rows.map((r) => (
+              <tr key={r.category} className={r.count === 0 ? "row--inactive" : undefined} data-category={r.category}>
+                <th scope="row">
+                  <span className={`status status--${r.tone}`}>{r.label}</span>
+                </th>
+                <td className="num strong" data-testid={`count-${r.category}`}>
+                  {formatCount(r.count)}
+                </td>
+                <td>{r.explanation}</td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      </div>
+      {rows
+        .filter((r) => r.count > 0)
+        .map((r) => {
+          const items = byCategory[r.category];
+          return (
+            <details key={r.category} className="preflight-items">
+              <summary>
+                {r.label}: {formatCount(r.count)} event{r.count === 1 ? "" : "s"}
+              </summary>
+              <ul className="preflight-items__list">
+                {items.slice(0, SHOWN).map((i) => (
+                  <li key={i.deadLetterId}>
+                    <EventLink source={preflight.source} eventId={i.eventId} /> <span className="muted small">{i.eventType}</span>
+                    <span className="small">
+                      {" "}
+                      — {i.reason}
+                      {i.keyExpiresAt && (
+                        <span className="muted" title={formatDateTime(i.keyExpiresAt, true)}>
+                          {" "}
+                          (key {describeExpiry(Date.parse(i.keyExpiresAt), nowMs)})
+                        </span>
+                      )}
+                    </span>
+                  </li>
+                ))}
+              </ul>
+              {items.length > SHOWN && <p className="muted small">and {formatCount(items.length - SHOWN)} more</p>}
+            </details>
+          );
+        })}
+    </>
+  );
+}

@@ -1,0 +1,146 @@
+"use client";
+
+import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
+import { useEffect, useId, useRef } from "react";
+import { useCan } from "@/components/auth/SessionProvider";
+import { ConfirmAction } from "@/components/ui/ConfirmAction";
+import { ErrorBox } from "@/components/ui/ErrorBox";
+import { formatCount, formatDateTime } from "@/components/ui/format";
+import { isFinished, outcomeRows, replayControls, replayHeadline, replayProgress } from "./prepare";
+import { controlReplay, replayKeys, replayQuery, type ReplayControl } from "./queries";
+import { ReplayResults } from "./ReplayResults";
+
+const STATUS_TONE = { running: "status--ok", paused: "status--warn", cancelled: "status--off", completed: "status--ok" } as const;
+
+/**
+ * One replay: live progress (polled every second while it runs), counts by outcome, pause / resume /
+ * cancel for operators, and the results once it finished. `embedded` inside the wizard; otherwise its own
+ * panel with a Close button.
+ */
+export function ReplayProgress({
+  replayId,
+  embedded = false,
+  onClose,
+  onFinished,
+}: {
+  replayId: string;
+  embedded?: boolean;
+  onClose?: () => void;
+  onFinished?: () => void;
+}) {
+  const canOperate = useCan("operator");
+  const queryClient = useQueryClient();
+  const { data, error, isPending, isError, isFetching, refetch } = useQuery(replayQuery(replayId));
+  const control = useMutation({
+    mutationFn: (action: ReplayControl) => controlReplay(replayId, action),
+    onSettled: () => queryClient.invalidateQueries({ queryKey: replayKeys.all }),
+  });
+  const finished = data ? isFinished(data.status) : false;
+  const onFinishedRef = useRef(onFinished);
+  useEffect(() => {
+    onFinishedRef.current = onFinished;
+  });
+  const reported = useRef(false);
+  useEffect(() => {
+    if (!finished || reported.current) return;
+    reported.current = true;
+    onFinishedRef.current?.();
+    // The dead letters' statuses and the replays list changed with the replay (this replay's own query is left alone).
+    void queryClient.invalidateQueries({ queryKey: [...replayKeys.all, "dead-letters"] });
+    void queryClient.invalidateQueries({ queryKey: replayKeys.keyRisk(undefined).slice(0, 2) });
+    void queryClient.invalidateQueries({ queryKey: replayKeys.replays() });
+  }, [finished, queryClient]);
+
+  const title = data && isFinished(data.status) ? "Results" : "Progress";
+  // useId, not the replay id: the same replay may be on screen twice (in the wizard and opened from the list).
+  const titleId = useId();
+  const Wrapper = embedded ? "div" : "section";
+  return (
+    <Wrapper className={embedded ? "wizard__stage" : "panel panel--form"} aria-labelledby={titleId} role={embedded ? "group" : undefined}>
+      <header className="source-card__header">
+        <h3 className={embedded ? "source-card__subtitle" : "section-title section-title--flush"} id={titleId}>
+          {embedded ? title : `Replay ${data ? `of ${data.source}` : ""}: ${title.toLowerCase()}`}
+        </h3>
+        {data && <span className={`status ${STATUS_TONE[data.status]}`}>{data.status}</span>}
+        {onClose && (
+          <button type="button" className="button button--small wizard__close" onClick={onClose}>
+            Close
+          </button>
+        )}
+      </header>
+      {isPending ? (
+        <p className="muted" aria-busy="true">
+          Loading the replay…
+        </p>
+      ) : !data ? (
+        <ErrorBox title="The replay could not be loaded" error={error} onRetry={() => void refetch()} retrying={isFetching} />
+      ) : (
+        <>
+          {isError && (
+            <p className="warn-text" role="status">
+              Progress may be out of date: the last update failed ({(error as Error).message}). Retrying…
+            </p>
+          )}
+          <ProgressBar done={replayProgress(data).done} total={data.total} percent={replayProgress(data).percent} />
+          <p aria-live="polite">{replayHeadline(data)}</p>
+          <dl className="detail-list replay-counts">
+            {outcomeRows(data.counts).map((o) => (
+              <div key={o.outcome}>
+                <dt>{o.label}</dt>
+                <dd className="strong" data-outcome={o.outcome}>
+                  {formatCount(o.count)}
+                </dd>
+              </div>
+            ))}
+          </dl>
+          <p className="muted small">
+            Started {formatDateTime(data.createdAt, true)} by {data.createdBy} · {data.ratePerSecond}/s · includes{" "}
+            {data.include.join(", ")}
+            {data.forced && <span className="warn-text"> · forced: {data.forceReason}</span>}
+            {data.finishedAt && <> · finished {formatDateTime(data.finishedAt, true)}</>}
+          </p>
+          {canOperate && !finished && <Controls status={data.status} onAction={(a) => control.mutate(a)} pending={control.isPending} />}
+          {control.isError && <ErrorBox title="The replay did not change" error={control.error} />}
+          {finished && <ReplayResults replay={data} />}
+        </>
+      )}
+    </Wrapper>
+  );
+}
+
+function ProgressBar({ done, total, percent }: { done: number; total: number; percent: number }) {
+  return (
+    <div className="replay-progress">
+      <progress className="replay-progress__bar" max={100} value={percent} aria-label="Replay progress" aria-valuetext={`${done} of ${total} settled`} />
+      <span className="replay-progress__label">{percent}%</span>
+    </div>
+  );
+}
+
+function Controls({ status, onAction, pending }: { status: Parameters<typeof replayControls>[0]; onAction: (a: ReplayControl) => void; pending: boolean }) {
+  const can = replayControls(status);
+  return (
+    <div className="row-actions">
+      {can.pause && (
+        <button type="button" className="button button--small" onClick={() => onAction("pause")} disabled={pending}>
+          Pause
+        </button>
+      )}
+      {can.resume && (
+        <button type="button" className="button button--small" onClick={() => onAction("resume")} disabled={pending}>
+          Resume
+        </button>
+      )}
+      {can.cancel && (
+        <ConfirmAction
+          label="Cancel replay"
+          prompt="Items not sent yet are cancelled; the ones already delivered stay delivered."
+          confirmLabel="Cancel the remaining items"
+          onConfirm={() => onAction("cancel")}
+          pending={pending}
+          danger
+        />
+      )}
+    </div>
+  );
+}

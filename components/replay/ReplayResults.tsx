@@ -1,0 +1,61 @@
+import { EventLink } from "@/components/ui/EventLink";
+import { formatCount } from "@/components/ui/format";
+import { OUTCOME_LABEL } from "./prepare";
+import type { Replay, ReplayItemResult } from "@/lib/replay/schema";
+
+/** A finished replay's items that did not get delivered, with the reason for each. Display only. */
+export function ReplayResults({ replay }: { replay: Replay }) {
+  const failures = replay.failures;
+  const skipped = replay.items.filter((i) => i.outcome === "skipped_unsafe");
+  return (
+    <section aria-label="Replay results">
+      {replay.counts.delivered === replay.total && replay.total > 0 ? (
+        <p className="note">All {formatCount(replay.total)} events were delivered.</p>
+      ) : null}
+      {failures.length > 0 && <ItemTable title="Failed" items={failures} source={replay.source} />}
+      {skipped.length > 0 && <ItemTable title="Skipped as unsafe" items={skipped} source={replay.source} />}
+      {replay.counts.cancelled > 0 && (
+        <p className="muted">
+          {formatCount(replay.counts.cancelled)} event{replay.counts.cancelled === 1 ? " was" : "s were"} cancelled before being sent.
+        </p>
+      )}
+    </section>
+  );
+}
+
+function ItemTable({ title, items, source }: { title: string; items: ReplayItemResult[]; source: string }) {
+  return (
+    <div className="table-wrap">
+      <table className="table table--wrap">
+        <caption className="source-card__subtitle replay-results__caption">
+          {title} ({formatCount(items.length)})
+        </caption>
+        <thead>
+          <tr>
+            <th scope="col">Event</th>
+            <th scope="col">Outcome</th>
+            <th scope="col" className="num">
+              Attempts
+            </th>
+            <th scope="col">Last answer</th>
+          </tr>
+        </thead>
+        <tbody>
+          {items.map((i) => (
+            <tr key={i.deadLetterId}>
+              <td>
+                <EventLink source={source} eventId={i.eventId} />
+              </td>
+              <td>{OUTCOME_LABEL[i.outcome]}</td>
+              <td className="num">{i.attempts}</td>
+              <td className="mono small">
+                {i.lastStatus !== null && <span>HTTP {i.lastStatus} </span>}
+                {i.lastError ?? ""}
+              </td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+    </div>
+  );
+}

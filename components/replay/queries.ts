@@ -1,0 +1,100 @@
+/**
+ * Client side of replay (app/api/v1/dead-letters, app/api/v1/replays): query keys, the queries, and the
+ * changes (preflight, extend, start, pause/resume/cancel). Shapes per the replay API contract.
+ */
+import { infiniteQueryOptions, queryOptions } from "@tanstack/react-query";
+import { api, retryUnlessClientError } from "@/components/api";
+import { filterParams, pollInterval, type DeadLetterFilters, type PreflightBody, type ReplayBody } from "./prepare";
+import type { DeadLetterList as DeadLetterPage } from "@/lib/deadletters/schema";
+import type { Preflight, Replay, ReplaySummary } from "@/lib/replay/schema";
+
+export const DEAD_LETTER_PAGE_SIZE = 100;
+/** The warning panel reads this many of the soonest-expiring pending dead letters. */
+export const KEY_RISK_LIMIT = 50;
+
+export const replayKeys = {
+  all: ["replay"] as const,
+  deadLetters: (filters: DeadLetterFilters) => [...replayKeys.all, "dead-letters", filters] as const,
+  keyRisk: (source: string | undefined) => [...replayKeys.all, "key-risk", source ?? null] as const,
+  replays: () => [...replayKeys.all, "replays"] as const,
+  replay: (id: string) => [...replayKeys.all, "replay", id] as const,
+};
+
+/** The dead-letter list, page by page (keyset cursor), with the counts the server sends on every page. */
+export function deadLettersQuery(filters: DeadLetterFilters) {
+  return infiniteQueryOptions({
+    queryKey: replayKeys.deadLetters(filters),
+    queryFn: ({ pageParam, signal }) => {
+      const params = filterParams(filters, { limit: String(DEAD_LETTER_PAGE_SIZE) });
+      if (pageParam) params.set("cursor", pageParam);
+      return api<DeadLetterPage>(`/api/v1/dead-letters?${params}`, { signal });
+    },
+    initialPageParam: null as string | null,
+    getNextPageParam: (last) => last.nextCursor,
+    retry: retryUnlessClientError,
+  });
+}
+
+/** Pending dead letters whose keys expire soonest (or already did) first: the warning panel. */
+export function keyRiskQuery(source: string | undefined) {
+  return queryOptions({
+    queryKey: replayKeys.keyRisk(source),
+    queryFn: ({ signal }) => {
+      const params = filterParams({ source, status: "pending" }, { sort: "keyExpiry", limit: String(KEY_RISK_LIMIT) });
+      return api<DeadLetterPage>(`/api/v1/dead-letters?${params}`, { signal });
+    },
+    retry: retryUnlessClientError,
+    refetchInterval: 60_000,
+  });
+}
+
+export function replaysQuery() {
+  return queryOptions({
+    queryKey: replayKeys.replays(),
+    queryFn: ({ signal }) => api<{ items: ReplaySummary[]; nextCursor: string | null }>("/api/v1/replays", { signal }),
+    retry: retryUnlessClientError,
+    refetchInterval: 10_000,
+  });
+}
+
+/** One replay: polled every second while it runs (pollInterval), not at all once it finished. */
+export function replayQuery(id: string) {
+  return queryOptions({
+    queryKey: replayKeys.replay(id),
+    queryFn: ({ signal }) => api<Replay>(`/api/v1/replays/${encodeURIComponent(id)}`, { signal }),
+    retry: retryUnlessClientError,
+    refetchInterval: (q) => pollInterval(q.state.data?.status),
+  });
+}
+
+/** Operators. Classifies the selected pending dead letters; valid 15 minutes. */
+export function runPreflight(body: PreflightBody) {
+  return api<Preflight>("/api/v1/replays/preflight", { method: "POST", body });
+}
+
+/** Operators. Extends the alive and expiring keys of this preflight to cover the replay window. */
+export function extendPreflight(id: string) {
+  return api<{ extended: number; preflight: Preflight }>(`/api/v1/replays/preflight/${encodeURIComponent(id)}/extend`, {
+    method: "POST",
+    body: {},
+  });
+}
+
+/** Operators. The same Idempotency-Key with the same body starts one replay, however often it is sent. */
+export function startReplay(body: ReplayBody, idempotencyKey: string) {
+  return api<{ replayId: string }>("/api/v1/replays", { method: "POST", body, headers: { "idempotency-key": idempotencyKey } });
+}
+
+export type ReplayControl = "pause" | "resume" | "cancel";
+
+/** Operators. 409 when the replay's state does not allow it. */
+export function controlReplay(id: string, action: ReplayControl) {
+  return api<ReplaySummary>(`/api/v1/replays/${encodeURIComponent(id)}/${action}`, { method: "POST", body: {} });
+}
+
+/** A fresh Idempotency-Key: crypto.randomUUID where the page is a secure context, random bytes otherwise. */
+export function newIdempotencyKey(): string {
+  if (typeof crypto.randomUUID === "function") return crypto.randomUUID();
+  const bytes = crypto.getRandomValues(new Uint8Array(16));
+  return Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("");
+}

@@ -1,0 +1,149 @@
+"use client";
+
+import { useMutation, useQueryClient } from "@tanstack/react-query";
+import { useState, type FormEvent } from "react";
+import { ConfirmAction } from "@/components/ui/ConfirmAction";
+import { ErrorBox } from "@/components/ui/ErrorBox";
+import { formatDateTime } from "@/components/ui/format";
+import { SecretPanel } from "@/components/ui/SecretPanel";
+import { parseReplayDestination } from "./prepare";
+import { rotateSigningSecret, setReplayDestination, sourceKeys, type SourceItem } from "./queries";
+
+/**
+ * Where a source's replays go and whether they are signed: the destination URL and when the signing
+ * secret was set, for everyone; editing the destination and generating / rotating the secret (shown
+ * once) for admins.
+ */
+export function ReplayTarget({ source, canEdit }: { source: SourceItem; canEdit: boolean }) {
+  const queryClient = useQueryClient();
+  const [editing, setEditing] = useState(false);
+  const [text, setText] = useState("");
+  const [invalid, setInvalid] = useState<string | null>(null);
+  const [secret, setSecret] = useState<string | null>(null);
+  const save = useMutation({
+    mutationFn: (value: string | null) => setReplayDestination(source.name, value),
+    onSuccess: async () => {
+      setEditing(false);
+      await queryClient.invalidateQueries({ queryKey: sourceKeys.all });
+    },
+  });
+  const rotate = useMutation({
+    mutationFn: () => rotateSigningSecret(source.name),
+    onSuccess: async (r) => {
+      setSecret(r.secret);
+      await queryClient.invalidateQueries({ queryKey: sourceKeys.all });
+    },
+  });
+  const destination = source.replayDestination ?? null;
+  const setAt = source.signingSecretSetAt ?? null;
+  const submit = (e: FormEvent<HTMLFormElement>) => {
+    e.preventDefault();
+    const r = parseReplayDestination(text);
+    if (!r.ok) return setInvalid(r.error);
+    setInvalid(null);
+    save.mutate(r.value);
+  };
+  const inputId = `replay-destination-${source.name}`;
+  return (
+    <div className="replay-target">
+      <h4 className="source-card__subtitle">Replay</h4>
+      <dl className="detail-list">
+        <div>
+          <dt>Replay destination</dt>
+          <dd>{destination ? <span className="mono">{destination}</span> : <span className="muted">Not set: replays cannot start</span>}</dd>
+        </div>
+        <div>
+          <dt>Signing secret</dt>
+          <dd>
+            {setAt ? (
+              <>
+                Set <time dateTime={setAt}>{formatDateTime(setAt)}</time>
+              </>
+            ) : (
+              <span className="muted">Not set</span>
+            )}
+          </dd>
+        </div>
+      </dl>
+      {canEdit && editing && (
+        <form className="form form--row" onSubmit={submit} noValidate aria-label={`Set the replay destination of ${source.name}`}>
+          <div className="field">
+            <label className="field__label" htmlFor={inputId}>
+              Replay destination of {source.name}
+            </label>
+            <input
+              className="input input--wide"
+              id={inputId}
+              type="url"
+              value={text}
+              onChange={(e) => setText(e.target.value)}
+              placeholder="https://billing.internal/webhooks/replay"
+              autoComplete="off"
+              spellCheck={false}
+              aria-invalid={invalid ? true : undefined}
+              aria-describedby={`${inputId}-hint`}
+            />
+            <span className="field__hint field__hint--wide" id={`${inputId}-hint`}>
+              Replays POST each event here, signed (Standard Webhooks). Empty clears it.
+            </span>
+            {invalid && (
+              <p className="inline-error" role="alert">
+                {invalid}
+              </p>
+            )}
+          </div>
+          <div className="form__actions">
+            <button type="submit" className="button button--primary" disabled={save.isPending}>
+              {save.isPending ? "Saving…" : "Save destination"}
+            </button>
+            <button type="button" className="button" onClick={() => setEditing(false)} disabled={save.isPending}>
+              Cancel
+            </button>
+          </div>
+        </form>
+      )}
+      {save.isError && <ErrorBox title="The destination was not saved" error={save.error} />}
+      {canEdit && (
+        <div className="row-actions">
+          {!editing && (
+            <button
+              type="button"
+              className="button button--small"
+              aria-label={`Edit replay destination of ${source.name}`}
+              onClick={() => {
+                setText(destination ?? "");
+                setInvalid(null);
+                save.reset();
+                setEditing(true);
+              }}
+            >
+              {destination ? "Change destination" : "Set destination"}
+            </button>
+          )}
+          <ConfirmAction
+            label={setAt ? "Rotate signing secret" : "Generate signing secret"}
+            accessibleLabel={`${setAt ? "Rotate" : "Generate"} signing secret of ${source.name}`}
+            prompt={
+              setAt
+                ? "The current secret stops working at once: the destination must verify with the new one before the next replay."
+                : "A new secret signs every replay of this source; it is shown once."
+            }
+            confirmLabel={setAt ? "Rotate now" : "Generate"}
+            onConfirm={() => rotate.mutate()}
+            pending={rotate.isPending}
+            danger={Boolean(setAt)}
+          />
+        </div>
+      )}
+      {rotate.isError && <ErrorBox title="The signing secret was not generated" error={rotate.error} />}
+      {secret && (
+        <SecretPanel title={`Signing secret of ${source.name}`} secret={secret} onDismiss={() => setSecret(null)}>
+          <p className="small">
+            Give it to the destination: it verifies each replay&apos;s <code>webhook-signature</code> header with it (Standard
+            Webhooks, HMAC-SHA256).
+          </p>
+        </SecretPanel>
+      )}
+    </div>
+  );
+}
