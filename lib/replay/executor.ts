@@ -23,7 +23,7 @@
 import os from "node:os";
 import { randomBytes } from "node:crypto";
 import { loadEnv } from "../config/env";
-import { query } from "../db/sql";
+import { query, type PreparedSql } from "../db/sql";
 import { recordAction } from "../audit/actions";
 import { KeywardError } from "../errors";
 import { replayTarget } from "../sources/signing-secret";
@@ -76,14 +76,14 @@ items AS (
   WHERE replay_id = $1::uuid AND outcome = 'delivering' AND leased_by = $2 AND EXISTS (SELECT 1 FROM r))
 SELECT status FROM r`;
 
-const LEASE_ITEMS_SQL = `
+const LEASE_ITEMS_SQL: PreparedSql = { name: "keyward_replay_lease", text: `
 UPDATE replay_items i SET outcome = 'delivering', lease_until = now() + make_interval(secs => $3::int), leased_by = $4
 FROM (SELECT replay_id, dead_letter_id FROM replay_items
       WHERE replay_id = $1::uuid
         AND ((outcome = 'pending' AND next_attempt_at <= now()) OR (outcome = 'delivering' AND lease_until < now()))
       ORDER BY seq LIMIT $2 FOR UPDATE SKIP LOCKED) pick
 WHERE i.replay_id = pick.replay_id AND i.dead_letter_id = pick.dead_letter_id
-RETURNING i.dead_letter_id, i.event_id, i.category, i.attempts`;
+RETURNING i.dead_letter_id, i.event_id, i.category, i.attempts` };
 
 /**
  * Records one item's result. $3 is delivered | failed | skipped_unsafe | retry; a retry goes back to pending
@@ -91,7 +91,7 @@ RETURNING i.dead_letter_id, i.event_id, i.category, i.attempts`;
  * letter and append the audit `replayed` row, in this one statement. Only while this worker ($8) holds
  * the item.
  */
-const SETTLE_SQL = `
+const SETTLE_SQL: PreparedSql = { name: "keyward_replay_settle", text: `
 WITH dec AS (
   SELECT CASE WHEN $3 <> 'retry' THEN $3
               WHEN (SELECT status FROM replays WHERE id = $1::uuid) = 'cancelled' THEN 'cancelled'
@@ -118,7 +118,7 @@ audited AS (
                                               'attempts', it.attempts, 'status', it.last_status, 'error', it.last_error,
                                               'forced', CASE WHEN $10::boolean THEN true END))
   FROM it JOIN dead_letters d ON d.id = it.dead_letter_id WHERE it.outcome <> 'pending')
-SELECT outcome FROM it`;
+SELECT outcome FROM it` };
 
 const COMPLETE_SQL = `
 UPDATE replays r SET status = 'completed', finished_at = now(), worker = NULL, worker_lease_until = NULL
@@ -239,9 +239,9 @@ export function startReplayWorker(options: WorkerOptions = {}): ReplayWorker {
       }
     } finally {
       clearInterval(heartbeat);
-      if (abort.signal.aborted) {
-        await query("UPDATE replays SET worker = NULL, worker_lease_until = NULL WHERE id = $1 AND worker = $2", [r.id, workerId]).catch(() => {});
-      }
+      // Paused, cancelled, completed or shutting down: give the replay back, so any instance can drive it
+      // as soon as it runs again (a crash gives nothing back; the lease then lapses).
+      await query("UPDATE replays SET worker = NULL, worker_lease_until = NULL WHERE id = $1 AND worker = $2", [r.id, workerId]).catch(() => {});
     }
   }
 

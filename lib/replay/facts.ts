@@ -3,7 +3,7 @@
  * (source, event_id) only, so it works on a partitioned dedup_keys too) and its newest deciding audit row
  * (through the (source, event_id, at DESC) index). Both as of the statement's `now()`, which is returned.
  */
-import { query, type Queryable } from "../db/sql";
+import { query, type PreparedSql, type Queryable } from "../db/sql";
 import { DECIDING_KINDS, type AuditFact, type KeyFact } from "./classify";
 
 export type FactRow = {
@@ -28,6 +28,9 @@ LEFT JOIN LATERAL (
   ORDER BY at DESC, id DESC LIMIT 1
 ) a ON true`;
 
+/** FACTS_SQL as a named prepared statement: the executor runs it before every send. */
+const FACTS_PREPARED: PreparedSql = { name: "keyward_replay_facts", text: FACTS_SQL };
+
 export type Facts = { now: Date; keys: KeyFact[]; audit: AuditFact[] };
 
 /** FACTS_SQL's parameters, or null when there are no events (then ask only for now()). */
@@ -50,5 +53,5 @@ export function factsFromRows(rows: FactRow[]): Facts {
 /** The keys and audit facts of these events of one source, and the database's now. */
 export async function readFacts(source: string, eventIds: readonly string[], on?: Queryable): Promise<Facts> {
   const params = factsParams(source, eventIds);
-  return factsFromRows(params ? await query<FactRow>(FACTS_SQL, params, on) : await query<FactRow>(NOW_SQL, [], on));
+  return factsFromRows(params ? await query<FactRow>(FACTS_PREPARED, params, on) : await query<FactRow>(NOW_SQL, [], on));
 }

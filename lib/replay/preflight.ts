@@ -205,7 +205,9 @@ export async function extendPreflight(id: string, actor: Principal): Promise<{ e
       return { extended, preflight: await getPreflight(id) };
     } catch (err) {
       const code = (err as { code?: string; meta?: { code?: string } }).code ?? (err as { meta?: { code?: string } }).meta?.code;
-      if (attempt < 3 && (code === "40001" || code === "40P01" || /40001|40P01|could not serialize/.test(String((err as Error).message)))) continue;
+      // P2034: Prisma's name for a serialization failure or deadlock (40001 / 40P01) in a transaction.
+      const retryable = code === "P2034" || code === "40001" || code === "40P01" || /40001|40P01|could not serialize|deadlock/.test(String((err as Error).message));
+      if (attempt < 3 && retryable) continue;
       throw err;
     }
   }

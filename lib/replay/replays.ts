@@ -69,6 +69,15 @@ export async function startReplay(
     );
   }
 
+  // Outside the transaction: on the embedded PGlite a query on another connection inside it would wait
+  // for the transaction itself. 409 when the source has no destination or no readable signing secret
+  // (checked once more, with the source the locked preflight names, below).
+  const [pre] = await query<{ source: string; started: boolean }>(
+    "SELECT source, EXISTS (SELECT 1 FROM replays WHERE idempotency_key = $2) AS started FROM replay_preflights WHERE id = $1::uuid",
+    [r.preflightId, idemKey],
+  );
+  if (pre && !pre.started) await replayTarget(pre.source);
+
   return prisma().$transaction(async (tx) => {
     // One start per key at a time: the second of two concurrent requests waits here, then finds the first.
     await tx.$executeRawUnsafe("SELECT pg_advisory_xact_lock(hashtext('keyward-replay-idempotency:' || $1))", idemKey);
@@ -99,7 +108,9 @@ export async function startReplay(
         `${pf.expiring} expiring item(s) would lose their key during the replay: extend the preflight first (POST /api/v1/replays/preflight/${pf.id}/extend), or leave expiring out`,
       );
     }
-    await replayTarget(pf.source); // 409 when the source has no destination or no readable signing secret
+    if (pf.source !== pre?.source || pre.started) {
+      throw KeywardError.conflict("preflight_changed", "the preflight changed while the replay was being started; retry");
+    }
 
     const created = await tx.replay.create({
       data: {

@@ -34,6 +34,8 @@ export const replayDestination = z
   .url({ protocol: /^https?$/, error: "replayDestination must be an http:// or https:// URL" })
   .max(2048, "replayDestination must be at most 2048 characters")
   .refine((u) => {
+    // zod runs refinements after a failed format check too: an unparseable URL is reported once, above.
+    if (!URL.canParse(u)) return true;
     const url = new URL(u);
     return !url.username && !url.password;
   }, "replayDestination must not carry credentials (the signature authenticates the request)")

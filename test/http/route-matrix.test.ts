@@ -120,6 +120,25 @@ describe("every route under app/api declares who may call it", () => {
     expect(files.size).toBeGreaterThanOrEqual(10);
     expect(exportsFound.map(label)).toContain("POST /api/v1/claims");
     expect(exportsFound.map(label)).toContain("PATCH /api/v1/users/[username]");
+    // Safe replay (issue 6): intake, listing, preflight, replays and their controls, source signing secret.
+    for (const r of [
+      "POST /api/v1/dead-letters",
+      "GET /api/v1/dead-letters",
+      "POST /api/v1/dead-letters/batch",
+      "GET /api/v1/dead-letters/[id]",
+      "POST /api/v1/replays/preflight",
+      "GET /api/v1/replays/preflight/[id]",
+      "POST /api/v1/replays/preflight/[id]/extend",
+      "POST /api/v1/replays",
+      "GET /api/v1/replays",
+      "GET /api/v1/replays/[id]",
+      "POST /api/v1/replays/[id]/pause",
+      "POST /api/v1/replays/[id]/resume",
+      "POST /api/v1/replays/[id]/cancel",
+      "POST /api/v1/sources/[name]/signing-secret",
+    ]) {
+      expect(exportsFound.map(label)).toContain(r);
+    }
   });
 
   it("each exported handler carries .access ({ allow: [...] } or { public: reason }) from route()", () => {

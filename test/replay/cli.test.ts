@@ -1,0 +1,52 @@
+/** `keyward replay list/show/pause/resume/cancel` as a user runs it (a child process on this run's database). */
+import { execFile } from "node:child_process";
+import path from "node:path";
+import { describe, expect, it } from "vitest";
+import { cliPrincipal } from "../../lib/auth/principal";
+import { createPreflight } from "../../lib/replay/preflight";
+import { startReplay } from "../../lib/replay/replays";
+import { makeSource, uniq } from "../setup/db";
+import { readyForReplay, seedDeadLetters } from "../setup/replay";
+
+const BIN = path.resolve(import.meta.dirname, "../../bin/keyward.cjs");
+
+function keyward(...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    execFile(process.execPath, [BIN, ...args], { env: process.env, timeout: 90_000 }, (err, stdout, stderr) =>
+      resolve({ code: err ? (typeof err.code === "number" ? err.code : 1) : 0, stdout, stderr }),
+    );
+  });
+}
+
+describe("keyward replay", { timeout: 240_000 }, () => {
+  it("lists, shows, pauses and cancels a replay; an unknown id exits 1 with the reason", async () => {
+    const source = await makeSource();
+    await readyForReplay(source, "http://127.0.0.1:9/never");
+    await seedDeadLetters(source, [uniq("a"), uniq("b")]);
+    const pf = await createPreflight({ source }, cliPrincipal());
+    const { replayId } = await startReplay({ preflightId: pf.preflightId, include: ["never_processed"] }, uniq("k"), cliPrincipal());
+
+    const list = await keyward("replay", "list", "--source", source);
+    expect(list.code).toBe(0);
+    expect(list.stdout).toMatch(/^ID\s+SOURCE\s+STATUS\s+TOTAL/);
+    expect(list.stdout).toContain(replayId);
+    expect(list.stdout).toMatch(/running\s+2\s+0/);
+
+    const shown = await keyward("replay", "show", replayId, "--json");
+    expect(shown.code).toBe(0);
+    expect(JSON.parse(shown.stdout)).toMatchObject({ id: replayId, status: "running", total: 2, counts: { pending: 2 } });
+
+    expect((await keyward("replay", "pause", replayId)).stdout.trim()).toBe(`replay ${replayId}: paused`);
+    const cancelled = await keyward("replay", "cancel", replayId);
+    expect(cancelled.stdout.trim()).toBe(`replay ${replayId}: cancelled`);
+    const again = await keyward("replay", "resume", replayId);
+    expect(again.code).toBe(1);
+    expect(again.stderr).toMatch(/cannot resume a cancelled replay/);
+    const text = await keyward("replay", "show", replayId);
+    expect(text.stdout).toContain(`replay ${replayId} of ${source}: cancelled, 2/2 settled`);
+
+    const missing = await keyward("replay", "show", "00000000-0000-4000-8000-000000000000");
+    expect(missing.code).toBe(1);
+    expect(missing.stderr).toMatch(/no replay/);
+  });
+});
