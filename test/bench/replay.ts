@@ -5,13 +5,16 @@
  * (500/s, concurrency 32). Items/s achieved is compared with the configured rate and with a baseline:
  * lib/replay/deliver.ts's deliverOnce driven directly in a loop with the same RateLimiter, rate and
  * concurrency, no database, to the same receiver, so the difference is the executor's own overhead
- * (leasing, the key re-check, recording results).
+ * (leasing, the key re-check, recording results). A third run per rate sends the same loop to a server
+ * that answers 200 at once: what the machine's HTTP path allows, whatever the receiver does.
  *
  * Each configuration runs baseline, executor, baseline; the executor is compared with the mean of the
  * two baselines around it. Every item is a fresh event (never processed), so each one costs the receiver
  * one claim. Knob: BENCH_REPLAY_SECONDS (10): items per run = rate × seconds (at most 5000, one preflight).
  */
 import { randomBytes } from "node:crypto";
+import nodeHttp from "node:http";
+import type { AddressInfo } from "node:net";
 import os from "node:os";
 import { createApiKey } from "../../lib/auth/api-keys";
 import { cliPrincipal } from "../../lib/auth/principal";
@@ -40,6 +43,8 @@ export type ReplayBenchRow = {
   concurrency: number;
   executor: Run;
   baselines: [Run, Run];
+  /** deliverOnce to a bare 200 server (no signature check, no claim): the delivery path alone. */
+  bare: Run;
 };
 
 export type ReplayBenchResult = { rows: ReplayBenchRow[]; seconds: number; when: string };
@@ -74,16 +79,46 @@ const payloadOf = (id: string) => JSON.stringify({ type: "order.paid", id, amoun
 
 /** The receiver's delivery rate over the arrivals since index `from`: (n − 1) / (last − first). */
 function spanRate(receiver: Receiver, from: number): number {
-  const a = receiver.arrivals.slice(from);
+  return spanRateOf(receiver.arrivals, from);
+}
+
+function spanRateOf(arrivals: number[], from: number): number {
+  const a = arrivals.slice(from);
   if (a.length < 2) return 0;
   return ((a.length - 1) * 1000) / (a[a.length - 1] - a[0]);
 }
 
+/** A server answering 200 to everything, recording arrivals: the delivery path without the receiver's work. */
+async function startBareServer(): Promise<{ url: string; arrivals: number[]; stop: () => Promise<void> }> {
+  const arrivals: number[] = [];
+  const srv = nodeHttp.createServer((req, res) => {
+    arrivals.push(performance.now());
+    req.resume();
+    req.on("end", () => res.writeHead(200).end());
+  });
+  srv.keepAliveTimeout = 60_000;
+  await new Promise<void>((resolve) => srv.listen(0, "127.0.0.1", resolve));
+  return {
+    url: `http://127.0.0.1:${(srv.address() as AddressInfo).port}/`,
+    arrivals,
+    stop: async () => {
+      srv.closeAllConnections();
+      await new Promise((r) => srv.close(r));
+    },
+  };
+}
+
 /** deliverOnce in `concurrency` loops sharing one RateLimiter: the no-database baseline. */
-async function baseline(ctx: Ctx, rate: number, concurrency: number, items: number): Promise<Run> {
+async function baseline(
+  ctx: Ctx,
+  rate: number,
+  concurrency: number,
+  items: number,
+  target: { url: string; arrivals: number[] } = { url: ctx.receiver.url, arrivals: ctx.receiver.arrivals },
+): Promise<Run> {
   const ids = newIds(items);
   const limiter = new RateLimiter(rate);
-  const from = ctx.receiver.arrivals.length;
+  const from = target.arrivals.length;
   let next = 0;
   let delivered = 0;
   const t0 = performance.now();
@@ -93,13 +128,13 @@ async function baseline(ctx: Ctx, rate: number, concurrency: number, items: numb
         const i = next++;
         if (i >= ids.length) return;
         await limiter.take();
-        const r = await deliverOnce({ url: ctx.receiver.url, id: ids[i], body: payloadOf(ids[i]), secret: ctx.secret, replayId: "bench-baseline" });
+        const r = await deliverOnce({ url: target.url, id: ids[i], body: payloadOf(ids[i]), secret: ctx.secret, replayId: "bench-baseline" });
         if (r.ok) delivered++;
       }
     }),
   );
   const wallSeconds = (performance.now() - t0) / 1000;
-  return { items, delivered, wallSeconds, itemsPerSec: delivered / wallSeconds, spanRate: spanRate(ctx.receiver, from) };
+  return { items, delivered, wallSeconds, itemsPerSec: delivered / wallSeconds, spanRate: spanRateOf(target.arrivals, from) };
 }
 
 /** Dead-letters `items` fresh events, preflights them, and times the replay from POST to `completed`. */
@@ -181,6 +216,9 @@ export async function benchReplay(databaseUrl: string, log: (msg: string) => voi
   receiver.setSecret(rotated.body.secret);
   const ctx: Ctx = { baseUrl, receiver, source: source.name, secret: rotated.body.secret, operatorKey: operatorKey.key, deadLetterKey: deadLetterKey.key };
 
+  const bareServer = await startBareServer();
+  cleanups.push(() => bareServer.stop());
+
   // Warm-up: the server's first requests compile and connect.
   await baseline(ctx, 50, 4, 20);
 
@@ -193,7 +231,9 @@ export async function benchReplay(databaseUrl: string, log: (msg: string) => voi
     const ex = await executorRun(ctx, c.rate, c.concurrency, items);
     log(`replay: ${c.label}: baseline again`);
     const b2 = await baseline(ctx, c.rate, c.concurrency, items);
-    rows.push({ label: c.label, rate: c.rate, concurrency: c.concurrency, executor: ex, baselines: [b1, b2] });
+    log(`replay: ${c.label}: deliverOnce to a bare 200 server`);
+    const bare = await baseline(ctx, c.rate, c.concurrency, items, bareServer);
+    rows.push({ label: c.label, rate: c.rate, concurrency: c.concurrency, executor: ex, baselines: [b1, b2], bare });
   }
   const bad = receiver.snapshot();
   if (bad.badSignatures || bad.claimErrors || receiver.processedTwice().length) {
@@ -215,7 +255,8 @@ export function replayText(r: ReplayBenchResult): string {
       return (
         `  ${row.label} ${row.rate}/s × ${row.concurrency}, ${row.executor.items} items: executor ${row.executor.itemsPerSec.toFixed(1)}/s ` +
         `(${((row.executor.itemsPerSec / row.rate) * 100).toFixed(0)}% of the rate, delivery span ${row.executor.spanRate.toFixed(1)}/s); ` +
-        `baseline ${base.toFixed(1)}/s (${row.baselines.map((b) => b.itemsPerSec.toFixed(1)).join(", ")}); executor ÷ baseline ${(row.executor.itemsPerSec / base).toFixed(2)}×`
+        `baseline ${base.toFixed(1)}/s (${row.baselines.map((b) => b.itemsPerSec.toFixed(1)).join(", ")}); executor ÷ baseline ${(row.executor.itemsPerSec / base).toFixed(2)}×; ` +
+        `deliverOnce to a bare 200 server ${row.bare.itemsPerSec.toFixed(1)}/s`
       );
     }),
   ].join("\n");
@@ -231,6 +272,7 @@ export function replayMarkdown(r: ReplayBenchResult): string {
     return [
       `| **executor** (${row.label}) | ${row.rate} | ${row.concurrency} | ${int(row.executor.items)} | ${row.executor.itemsPerSec.toFixed(1)} | ${((row.executor.itemsPerSec / row.rate) * 100).toFixed(0)}% | ${row.executor.spanRate.toFixed(1)} | ${(row.executor.itemsPerSec / base).toFixed(2)}× |`,
       `| baseline: deliverOnce loop, no DB | ${row.rate} | ${row.concurrency} | ${int(row.baselines[0].items)} ×2 | ${base.toFixed(1)} (${row.baselines.map((b) => b.itemsPerSec.toFixed(1)).join(", ")}) | ${((base / row.rate) * 100).toFixed(0)}% | ${baseSpan.toFixed(1)} | 1.00× |`,
+      `| deliverOnce loop to a bare 200 server (no receiver work) | ${row.rate} | ${row.concurrency} | ${int(row.bare.items)} | ${row.bare.itemsPerSec.toFixed(1)} | ${((row.bare.itemsPerSec / row.rate) * 100).toFixed(0)}% | ${row.bare.spanRate.toFixed(1)} | – |`,
     ];
   });
   return `${REPLAY_START}
@@ -250,7 +292,9 @@ answering 200. "items/s achieved" is items ÷ the time from \`POST /api/v1/repla
 result); "receiver arrivals/s" is (arrivals − 1) ÷ the time from the receiver's first to its last request.
 The baseline is \`deliverOnce\` from lib/replay/deliver.ts in \`concurrency\` loops sharing one
 \`RateLimiter\` at the same rate, to the same receiver, without any database work of its own; it runs
-right before and right after the executor, and the ratio is to their mean. Rate limiters admit one
+right before and right after the executor, and the ratio is to their mean. The last row of each rate
+sends the same loop to a server that answers 200 at once (no signature check, no claim): what this
+machine's HTTP path allows, whatever the receiver does. Rate limiters admit one
 request at the start and then \`rate\` per second (burst: 100 ms worth), so a run of rate × ${SECONDS} s items
 needs just under ${SECONDS} s at best.
 ${reading(r)}
@@ -266,11 +310,15 @@ function reading(r: ReplayBenchResult): string {
     const baseShort = base < row.rate * 0.9;
     const exShort = ex < row.rate * 0.9;
     if (!exShort) return `- ${row.label}: the executor held the configured ${row.rate}/s (${ex.toFixed(1)}/s).`;
+    const bareNote =
+      row.bare.itemsPerSec < row.rate * 0.9
+        ? ` Even the bare 200 server got only ${row.bare.itemsPerSec.toFixed(1)}/s: the machine's HTTP path was saturated.`
+        : ` The bare 200 server got ${row.bare.itemsPerSec.toFixed(1)}/s, so the limiter and deliverOnce keep up with the rate.`;
     if (baseShort)
       return (
         `- ${row.label}: the baseline, too, fell short of ${row.rate}/s (${base.toFixed(1)}/s): the receiver's path (one claim per event over ` +
         `HTTP to the same server) and the machine, not the rate limiter, set the pace; the executor reached ${(ex / base).toFixed(2)}× of it, ` +
-        `its own per-item database work (lease, key re-check, result) competing for the same cores.`
+        `its own per-item database work (lease, key re-check, result) competing for the same cores.${bareNote}`
       );
     return `- ${row.label}: the baseline held ${row.rate}/s but the executor reached ${ex.toFixed(1)}/s: its per-item database work is the limit here.`;
   });
