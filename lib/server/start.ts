@@ -17,6 +17,7 @@ import { buildIfNeeded, ensureGeneratedClient, ROOT } from "./build";
 import { matchFastRoute, serveFast } from "./fast-routes";
 import { dropExpiredAuditPartitions, ensureAuditPartitions, scheduleAuditPartitions } from "../audit/partitions";
 import { schedulePruning } from "../retention/schedule";
+import { applyDedupModeSetting } from "../retention/partitions";
 import { pageHeaders } from "../http/headers";
 
 export async function startServer(options: { build?: boolean } = {}): Promise<void> {
@@ -30,6 +31,8 @@ export async function startServer(options: { build?: boolean } = {}): Promise<vo
     const applied = await migrate(database.url);
     console.log(applied.length ? `[keyward] applied migrations: ${applied.join(", ")}` : "[keyward] database schema is up to date");
     await ensureAuditPartitions();
+    const dedup = await applyDedupModeSetting();
+    if (dedup) console.log(`[keyward] ${dedup}`);
     const dropped = await dropExpiredAuditPartitions();
     if (dropped.length) console.log(`[keyward] dropped audit months past retention: ${dropped.join(", ")}`);
   } catch (err) {
