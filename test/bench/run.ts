@@ -19,8 +19,9 @@
  *
  * Knobs (environment): BENCH_CYCLES (6), BENCH_SLICE_MS (250 for single claims; batches of 100 get
  * 1.5×, of 1000 3×, so that long requests still complete a few times), BENCH_WARM_MS (200),
- * BENCH_OUT (docs/benchmarks.md; "-" to skip writing), BENCH_PARTS ("claims,prune"; "prune" alone
- * replaces only the Pruning section of the existing report), and prune.ts's BENCH_PRUNE_* knobs.
+ * BENCH_OUT (docs/benchmarks.md; "-" to skip writing), BENCH_PARTS ("claims,prune,partitions"; the
+ * parts not run keep their section of the existing report), prune.ts's BENCH_PRUNE_* knobs and
+ * partitions.ts's (partition mode: dropping a day, claims partitioned vs not, claims with 10M live keys).
  */
 import { execSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
@@ -41,8 +42,9 @@ import { ensureBuild, startServer, type RunningServer } from "./server";
 import { buildBlocks, claimParams, newEventId, type BenchContext, type Block, type Cell } from "./scenarios";
 import { eventsPerSec, median, rotate, summarise, type Paired, type RoundSample } from "./stats";
 import { aimLines, costSplit, markdownReport, textTable, type Aim, type Machine, type Row } from "./report";
-import { benchPruning, pruneMarkdown, pruneText, spliceSection } from "./prune";
-import { readFileSync } from "node:fs";
+import { benchPruning, pruneMarkdown, pruneText, spliceSection, PRUNE_END, PRUNE_START } from "./prune";
+import { benchPartitions, partitionsMarkdown, partitionsText, PARTITIONS_END, PARTITIONS_START } from "./partitions";
+import { existsSync, readFileSync } from "node:fs";
 
 import { cliPrincipal } from "../../lib/auth/principal";
 
@@ -62,8 +64,10 @@ const OUT = process.env.BENCH_OUT ?? path.join(ROOT, "docs", "benchmarks.md");
 const CONCURRENCY = [1, 8];
 const BATCH_SIZES = [100, 1000];
 const DUPLICATE_POOL = 20_000;
-const PARTS = new Set((process.env.BENCH_PARTS ?? "claims,prune").split(",").map((p) => p.trim()));
-for (const p of PARTS) if (p !== "claims" && p !== "prune") throw new Error(`BENCH_PARTS: unknown part "${p}" (claims, prune)`);
+const PARTS = new Set((process.env.BENCH_PARTS ?? "claims,prune,partitions").split(",").map((p) => p.trim()));
+for (const p of PARTS) {
+  if (p !== "claims" && p !== "prune" && p !== "partitions") throw new Error(`BENCH_PARTS: unknown part "${p}" (claims, prune, partitions)`);
+}
 
 const cleanups: (() => Promise<unknown> | void)[] = [];
 let cleaning: Promise<void> | undefined;
@@ -217,20 +221,33 @@ async function main(): Promise<void> {
   const claimsDoc = PARTS.has("claims")
     ? await benchClaims({ databaseUrl, rawPool, controlPool, newPool, extraPools, source, apiKey: apiKey.key, poolMax })
     : undefined;
+  const when = () =>
+    `${new Date().toISOString().replace(/\.\d+Z$/, "Z")} (commit ${commitOf()}, load average ${os.loadavg().map((l) => l.toFixed(2)).join(", ")} at the end)`;
+  const previous = OUT !== "-" && existsSync(OUT) ? readFileSync(OUT, "utf8") : "";
+  // Parts not run keep their section of the existing report.
+  let doc = claimsDoc ?? previous;
+  if (claimsDoc !== undefined) {
+    for (const [start, end] of [[PRUNE_START, PRUNE_END], [PARTITIONS_START, PARTITIONS_END]]) {
+      const i = previous.indexOf(start);
+      const j = previous.indexOf(end);
+      if (i >= 0 && j > i) doc = spliceSection(doc, previous.slice(i, j + end.length), start, end);
+    }
+  }
   if (PARTS.has("prune")) {
     const setup = newPool();
     extraPools.add(setup);
     const pruning = await benchPruning(setup, databaseUrl, log);
     console.log(`\n${pruneText(pruning)}\nAims:\n  ${aimLines(pruning.aims).join("\n  ")}`);
-    if (OUT !== "-") {
-      const when = `${new Date().toISOString().replace(/\.\d+Z$/, "Z")} (commit ${commitOf()}, load average ${os.loadavg().map((l) => l.toFixed(2)).join(", ")} at the end)`;
-      const doc = claimsDoc ?? readFileSync(OUT, "utf8");
-      writeFileSync(OUT, spliceSection(doc, pruneMarkdown(pruning, when)));
-      log(`wrote ${path.relative(process.cwd(), OUT)}${claimsDoc ? "" : " (Pruning section only)"}`);
-    }
-  } else if (claimsDoc !== undefined && OUT !== "-") {
-    writeFileSync(OUT, claimsDoc);
-    log(`wrote ${path.relative(process.cwd(), OUT)}`);
+    doc = spliceSection(doc, pruneMarkdown(pruning, when()));
+  }
+  if (PARTS.has("partitions")) {
+    const r = await benchPartitions(SERVER_URL, log, cleanups);
+    console.log(`\n${partitionsText(r)}`);
+    doc = spliceSection(doc, partitionsMarkdown(r, when()), PARTITIONS_START, PARTITIONS_END);
+  }
+  if (OUT !== "-") {
+    writeFileSync(OUT, doc);
+    log(`wrote ${path.relative(process.cwd(), OUT)} (parts: ${[...PARTS].join(", ")})`);
   }
 }
 
