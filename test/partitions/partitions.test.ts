@@ -176,7 +176,7 @@ describe("partition mode", () => {
       );
       expect(audits).toBe(1);
     }
-  });
+  }, 90_000); // 100 fresh connections plan the function's statements on a shared 2-core machine
 
   it("overlapping concurrent batches (keys in different orders, some expired in earlier partitions): no deadlock, one claim per key", async () => {
     const source = await makeSource(7 * DAY);
@@ -242,6 +242,54 @@ describe("partition mode", () => {
     expect(await rowsOf(source, c)).toHaveLength(0);
     expect((await claimEvent({ source, eventId: c, eventType: "t" })).outcome).toBe("claimed");
     expect(await rowsOf(source, c)).toHaveLength(1);
+  });
+
+  it("a claim waiting on a row that the pruner deletes inserts the key; one waiting on a row moved to another partition retries", async () => {
+    const source = await makeSource(7 * DAY);
+    const waitingClaims = async () => {
+      const [{ n }] = await sql<{ n: number }>(
+        "SELECT count(*) AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND pid <> pg_backend_pid()",
+      );
+      return n;
+    };
+    const holdWhile = async (statement: string, params: unknown[], eventId: string) => {
+      const c = new pg.Client({ connectionString: db.url() });
+      await c.connect();
+      try {
+        await c.query("BEGIN");
+        await c.query(statement, params);
+        const claim = claimEvent({ source, eventId, eventType: "t" });
+        for (let i = 0; i < 200 && (await waitingClaims()) === 0; i++) await new Promise((r) => setTimeout(r, 25));
+        expect(await waitingClaims()).toBe(1); // the claim is queued behind the row lock
+        await c.query("COMMIT");
+        return await claim;
+      } finally {
+        await c.end();
+      }
+    };
+    // An expired key, deleted by a prune batch while a re-claim waits for its row: the claim is not lost.
+    const gone = uniq("pruned");
+    await sql(
+      `INSERT INTO dedup_keys (source, event_id, event_type, status, claim_token, claim_kind, expires_at)
+       VALUES ($1, $2, 't', 'done', gen_random_uuid(), 'claimed', now() - interval '1 minute')`,
+      [source, gone],
+    );
+    const afterPrune = await holdWhile("DELETE FROM dedup_keys WHERE source = $1 AND event_id = $2 AND expires_at < now()", [source, gone], gone);
+    expect(afterPrune).toMatchObject({ outcome: "claimed", claimKind: "claimed" });
+    expect(await rowsOf(source, gone)).toHaveLength(1);
+
+    // A live key moved to a later day's partition (as extend does) while a claim waits: 40001, retried.
+    const moved = uniq("moved");
+    await claimEvent({ source, eventId: moved, eventType: "t" });
+    const afterMove = await holdWhile(
+      "UPDATE dedup_keys SET expires_at = now() + interval '20 days' WHERE source = $1 AND event_id = $2",
+      [source, moved],
+      moved,
+    );
+    expect(afterMove.outcome).toBe("duplicate");
+    const rows = await rowsOf(source, moved);
+    expect(rows).toHaveLength(1);
+    expect(rows[0].duplicate_count).toBe(1);
   });
 
   it("extending a source's live keys moves them to the later day's partition; none is lost or doubled", async () => {

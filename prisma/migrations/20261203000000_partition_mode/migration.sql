@@ -263,13 +263,12 @@ END $$;
 -- (lib/claims/claim.ts), one round trip. Without a unique index there is no ON CONFLICT, so:
 --   1. a transaction-scoped advisory lock on every distinct key's hash, in sorted order (two overlapping
 --      batches take their common locks in the same order: no deadlock). Claims of one key queue here;
---   2. a NEW statement (under READ COMMITTED, a fresh snapshot: it sees whatever the previous holder of
---      the lock committed) locks the key's existing row in whichever partition it is (FOR UPDATE; a row
---      deleted meanwhile by the pruner or a release is skipped, so the claim inserts);
---   3. a third statement merges through keyward_merge_claim, updates the locked rows (a new expiry moves
---      a row to its day's partition), inserts the keys that have no row, and writes the audit rows.
--- Only claims insert keys, and every claim holds the key's advisory lock from before its locking read
--- until it commits, so no second row of a key can appear.
+--   2. then a NEW statement (under READ COMMITTED, a fresh snapshot: it sees whatever the previous holder
+--      of the lock committed) locks the key's existing row in whichever partition it is (FOR UPDATE),
+--      merges it through keyward_merge_claim, updates it (a new expiry moves the row to its day's
+--      partition), inserts the keys that have no row, and writes the audit rows.
+-- Only claims insert keys, and every claim holds the key's advisory lock from before its snapshot until
+-- it commits, so no second row of a key can appear.
 CREATE FUNCTION keyward_claim_partitioned(
     p_source text, p_event_ids text[], p_event_types text[], p_payload_hashes text[], p_repeats integer[],
     p_lease integer, p_actor text)
@@ -296,7 +295,6 @@ BEGIN
         PERFORM pg_advisory_xact_lock(20261203, h);
     END LOOP;
 
-    PERFORM 1 FROM dedup_keys k WHERE k.source = p_source AND k.event_id = ANY (p_event_ids) FOR UPDATE;
 
     RETURN QUERY
     WITH input AS MATERIALIZED (
@@ -315,7 +313,14 @@ BEGIN
     ),
     merged AS MATERIALIZED (
         SELECT p.event_id, keyward_merge_claim(k, p.r) AS m
-        FROM proposed p JOIN dedup_keys k ON k.source = p_source AND k.event_id = p.event_id
+        -- "= ANY" spelled out: the plan is generic, and a join qual alone lets it scan the source's keys
+        FROM proposed p JOIN dedup_keys k
+          ON k.source = p_source AND k.event_id = ANY (p_event_ids) AND k.event_id = p.event_id
+        -- Locks the key's row in whichever partition it is. A row changed in place since this statement's
+        -- snapshot (a complete) is re-read in its latest version and merged again; one deleted meanwhile
+        -- (the pruner, a release) is skipped, so the key is inserted below; one moved to another partition
+        -- meanwhile (extend) fails with 40001 and the caller retries the whole call (lib/db/sql.ts).
+        FOR UPDATE OF k
     ),
     updated AS (
         UPDATE dedup_keys k SET
@@ -324,7 +329,7 @@ BEGIN
             ((m.m).event_type, (m.m).payload_hash, (m.m).status, (m.m).claim_token, (m.m).claim_kind,
              (m.m).lease_expires_at, (m.m).received_at, (m.m).expires_at, (m.m).duplicate_count, (m.m).last_duplicate_at)
         FROM merged m
-        WHERE k.source = p_source AND k.event_id = m.event_id
+        WHERE k.source = p_source AND k.event_id = ANY (p_event_ids) AND k.event_id = m.event_id
         RETURNING k.*
     ),
     inserted AS (
