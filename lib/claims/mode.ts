@@ -14,7 +14,8 @@ export type DedupMode = "single" | "partition";
 
 const MODE_TTL_MS = 30_000;
 
-const cache = globalThis as unknown as { __keywardDedupMode?: { mode: DedupMode; at: number; url: string | undefined } };
+type Cached = { mode: Promise<DedupMode>; at: number; url: string | undefined };
+const cache = globalThis as unknown as { __keywardDedupMode?: Cached };
 
 /** Reads the mode from the catalog (no cache). */
 export async function readDedupMode(on?: Queryable): Promise<DedupMode> {
@@ -22,14 +23,21 @@ export async function readDedupMode(on?: Queryable): Promise<DedupMode> {
   return row?.relkind === "p" ? "partition" : "single";
 }
 
-/** The cached mode (read at most every 30 s, and again after forgetDedupMode()). */
-export async function dedupMode(): Promise<DedupMode> {
+/**
+ * The cached mode (read at most every 30 s, and again after forgetDedupMode()). Concurrent callers share
+ * one read: a burst of claims on a cold process must not take a pool connection each just to ask.
+ */
+export function dedupMode(): Promise<DedupMode> {
   const c = cache.__keywardDedupMode;
   const url = process.env.DATABASE_URL;
   if (c && c.url === url && performance.now() - c.at < MODE_TTL_MS) return c.mode;
-  const mode = await readDedupMode();
-  cache.__keywardDedupMode = { mode, at: performance.now(), url };
-  return mode;
+  const entry: Cached = { mode: readDedupMode(), at: performance.now(), url };
+  cache.__keywardDedupMode = entry;
+  // A failed read is not cached: the next caller asks again.
+  entry.mode.catch(() => {
+    if (cache.__keywardDedupMode === entry) cache.__keywardDedupMode = undefined;
+  });
+  return entry.mode;
 }
 
 /** Drops the cached mode: the next dedupMode() reads the catalog. */

@@ -202,11 +202,12 @@ export async function benchPartitions(
   let bigKeys = 0;
   while (bigKeys < BIG_KEYS && (performance.now() - tf) / 1000 < BIG_BUDGET_S * 0.6) {
     const n = Math.min(CHUNK, BIG_KEYS - bigKeys);
-    // Live keys expiring over the next 7 days; event ids shaped like the claims' (evt_ + base62-ish).
+    // Live keys expiring between 1 and 7 days from now (none expires during the run); event ids shaped
+    // like the claims' (evt_ + 32 hex characters).
     await big.pool.query(
       `INSERT INTO dedup_keys (source, event_id, event_type, status, claim_token, claim_kind, received_at, expires_at)
        SELECT $1, 'evt_' || md5(i::text), 'invoice.paid', 'done', gen_random_uuid(), 'claimed',
-              now() - (i % 604800) * interval '1 second', now() + (604800 - i % 604800) * interval '1 second'
+              now() - (i % 518400) * interval '1 second', now() + interval '1 day' + (518400 - i % 518400) * interval '1 second'
        FROM generate_series($2::int + 1, $2::int + $3::int) i`,
       [SOURCE, bigKeys, n],
     );
