@@ -8,6 +8,10 @@
  * conflicting row even when a concurrent transaction committed it after our snapshot, so there is no
  * read-then-write race and no retry loop. The audit row of every claim is inserted by the same
  * statement: a claim and its audit row commit together or not at all.
+ *
+ * In partition mode (mode.ts) there is no unique index to conflict on: CLAIM_PARTITIONED_SQL calls
+ * keyward_claim_partitioned() (prisma/migrations/…_partition_mode), which takes the same parameters,
+ * keeps (source, event_id) unique with an advisory lock per key, and answers the same columns.
  */
 import { KeywardError } from "../errors";
 import { query, type PreparedSql, type Queryable } from "../db/sql";
@@ -21,6 +25,7 @@ import {
 } from "./schema";
 import { parseOrThrow } from "../http/validate";
 import { countClaimOutcomes } from "../metrics/claim-counts";
+import { dedupMode, forgetDedupMode, isModeMismatch } from "./mode";
 
 export const CLAIM_SQL: PreparedSql = { name: "keyward_claim", text: `
 WITH input AS MATERIALIZED (
@@ -63,6 +68,12 @@ SELECT event_id, status, claim_kind, claimed_now,
        payload_hash, lease_expires_at, received_at, expires_at, duplicate_count
 FROM joined` };
 
+/** The claim statement of partition mode: CLAIM_SQL's parameters and answer columns, one round trip. */
+export const CLAIM_PARTITIONED_SQL: PreparedSql = {
+  name: "keyward_claim_partitioned",
+  text: "SELECT * FROM keyward_claim_partitioned($1, $2::text[], $3::text[], $4::text[], $5::int[], $6::int, $7)",
+};
+
 export type ClaimOptions = {
   /** Who claims, recorded in the audit history (an API key's name, or "library"). */
   actor?: string;
@@ -98,11 +109,20 @@ async function runClaim(
   options: ClaimOptions,
 ): Promise<ClaimResult[]> {
   const distinct = dedupeBatch(events);
-  const rows = await query<ClaimRow>(
-    CLAIM_SQL,
-    claimStatementParams(source, distinct, leaseSeconds ?? null, options.actor ?? "library"),
-    options.on,
-  );
+  const params = claimStatementParams(source, distinct, leaseSeconds ?? null, options.actor ?? "library");
+  const statement = async () =>
+    query<ClaimRow>((await dedupMode()) === "partition" ? CLAIM_PARTITIONED_SQL : CLAIM_SQL, params, options.on);
+  let rows: ClaimRow[];
+  try {
+    rows = await statement();
+  } catch (err) {
+    // The table was switched to partition mode under this running process: re-read the mode, retry once
+    // (the failed statement changed nothing). Inside a caller's transaction the error aborted it: rethrow.
+    if (!isModeMismatch(err)) throw err;
+    forgetDedupMode();
+    if (options.on) throw err;
+    rows = await statement();
+  }
   if (rows.length === 0) throw unknownSource(source);
   const results = classifyClaims(source, events, rows);
   if (!options.on) countClaimOutcomes(source, results.map((r) => r.outcome));

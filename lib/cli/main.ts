@@ -19,6 +19,7 @@ import { SCOPES } from "../auth/schema";
 import { dropExpiredAuditPartitions, ensureAuditPartitions } from "../audit/partitions";
 import { pruneNow } from "../retention/prune";
 import { pruneRequest } from "../retention/prune-schema";
+import { applyDedupModeSetting, disablePartitionMode, enablePartitionMode, partitionStatus } from "../retention/partitions";
 import { parseOrThrow } from "../http/validate";
 import { changeReplay, getReplay, listReplays } from "../replay/replays";
 
@@ -80,6 +81,8 @@ program
       console.log(applied.length ? `applied: ${applied.join(", ")}` : "schema is up to date; nothing to apply");
       const created = await ensureAuditPartitions();
       if (created > 0) console.log(`created ${created} monthly audit partition(s) ahead`);
+      const dedup = await applyDedupModeSetting();
+      if (dedup) console.log(dedup);
       const dropped = await dropExpiredAuditPartitions();
       if (dropped.length > 0) console.log(`dropped audit months past retention: ${dropped.join(", ")}`);
     } finally {
@@ -410,6 +413,55 @@ program
       console.log(
         `pruned ${run.rows} expired keys in ${run.batches} batch${run.batches === 1 ? "" : "es"}, ${seconds} s, ` +
           `${(run.rowsPerSecond ?? 0).toLocaleString("en-US")} keys/s (run ${run.id}, stopped: ${run.stopped})`,
+      );
+    });
+  });
+
+const partitions = program
+  .command("partitions")
+  .description("partition mode of the dedup table: daily partitions by expiry, expired days dropped whole");
+
+partitions
+  .command("enable")
+  .description("convert the dedup table to partition mode (one transaction; claims wait while the rows are copied)")
+  .action(async () => {
+    await withDatabase(async () => {
+      const r = await enablePartitionMode(cliPrincipal());
+      console.log(
+        `partition mode enabled: ${r.partitions} partitions created (and a DEFAULT one), ${r.rowsMoved} keys moved, ` +
+          `${(r.durationMs / 1000).toFixed(2)} s`,
+      );
+    });
+  });
+
+partitions
+  .command("disable")
+  .description("convert the dedup table back to one table with a unique key (one transaction)")
+  .action(async () => {
+    await withDatabase(async () => {
+      const r = await disablePartitionMode(cliPrincipal());
+      console.log(
+        `single-table mode restored: ${r.partitions} partitions merged, ${r.rowsMoved} keys moved, ${(r.durationMs / 1000).toFixed(2)} s`,
+      );
+    });
+  });
+
+partitions
+  .command("status")
+  .description("the dedup table's mode, and its partitions with their ranges and estimated rows")
+  .option("--json", "print as JSON")
+  .action(async (o: { json?: boolean }) => {
+    await withDatabase(async () => {
+      const s = await partitionStatus();
+      if (o.json) return console.log(JSON.stringify(s, null, 2));
+      console.log(`mode: ${s.mode}${s.mode === "single" ? " (one table; `keyward partitions enable` switches)" : ""}`);
+      printTable(
+        s.partitions.map((p) => ({
+          partition: p.name,
+          from: p.rangeStart ?? "DEFAULT",
+          to: p.rangeEnd ?? "",
+          "est. rows": String(p.estimatedRows),
+        })),
       );
     });
   });

@@ -34,6 +34,10 @@ const envSchema = z.object({
   KEYWARD_PRUNE_PAUSE_MS: intFrom(50, 0, 60000),
   KEYWARD_PRUNE_BUDGET_MS: intFrom(30000, 1, 3600000),
   KEYWARD_PRUNE_INTERVAL_SECONDS: intFrom(60, 0, 86400),
+  // Partition mode at setup (lib/retention/partitions.ts): "partition" makes `keyward migrate` and
+  // `keyward start` switch a still EMPTY dedup table to daily partitions; a table holding keys is never
+  // converted implicitly (that is `keyward partitions enable`). "single" (default) changes nothing.
+  KEYWARD_DEDUP_MODE: z.enum(["single", "partition"]).default("single"),
   // Lets an external scheduler call POST /api/v1/maintenance/prune/external; unset, that route is a 404.
   KEYWARD_MAINTENANCE_SECRET: optionalString(z.string().min(32, "must be at least 32 characters")),
   // The URL people reach the console at. An https:// URL makes the session cookie Secure.

@@ -6,9 +6,10 @@ export type PruneTrigger = (typeof PRUNE_TRIGGERS)[number];
 
 /**
  * Why a run ended: nothing expired was left (a batch came back short), the time budget was spent, a
- * statement failed, or the server was shutting down.
+ * statement failed, the server was shutting down, or (partition mode) an expired partition stayed locked
+ * past the drop's lock timeout (it is dropped by a later run).
  */
-export const PRUNE_STOPS = ["drained", "time_budget", "error", "shutdown"] as const;
+export const PRUNE_STOPS = ["drained", "time_budget", "error", "shutdown", "lock_timeout"] as const;
 export type PruneStop = (typeof PRUNE_STOPS)[number];
 
 /** The answer when another run (in this or any other instance) holds the pruning lock. */

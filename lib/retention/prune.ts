@@ -12,6 +12,12 @@
  * ends early once a batch comes back short (nothing expired is left that is not locked by a claim right
  * now; the next run gets those).
  *
+ * In partition mode (`keyward partitions enable`, lib/retention/partitions.ts) the same run instead
+ * creates the daily partitions ahead, drops every partition whose day has ended (DROP, not DELETE: its
+ * cost does not grow with its rows), and prunes the DEFAULT partition (the safety net for keys outside
+ * every day) in the batches above. The run is recorded with mode 'partition', partitions_dropped and, as
+ * rows, the dropped partitions' row counts (reltuples estimates) plus the keys deleted in batches.
+ *
  * One pruner at a time across all instances: the run holds a session-level advisory lock on one pool
  * connection for its whole length; a run that cannot take it returns `{ skipped }` at once and is not
  * recorded (with several instances on one schedule that would be a row per instance per minute).
@@ -31,6 +37,8 @@ import {
   type PruneStop,
   type PruneTrigger,
 } from "./prune-schema";
+import { readDedupMode } from "../claims/mode";
+import { dropExpiredDedupPartitions, ensureDedupPartitions } from "./partitions";
 
 /**
  * One batch. The inner SELECT walks the `expires_at` index oldest first and locks up to $1 expired rows,
@@ -47,6 +55,12 @@ WHERE ctid = ANY(ARRAY(
         SELECT ctid FROM dedup_keys WHERE expires_at < now()
         ORDER BY expires_at LIMIT $1 FOR UPDATE SKIP LOCKED))
   AND expires_at < now()`,
+};
+
+/** PRUNE_BATCH_SQL on the DEFAULT partition alone (partition mode): a ctid names a row only within one table. */
+export const PRUNE_DEFAULT_BATCH_SQL: PreparedSql = {
+  name: "keyward_prune_default_batch",
+  text: PRUNE_BATCH_SQL.text.replaceAll("dedup_keys", "dedup_keys_default"),
 };
 
 /** The advisory lock key of pruning ("keyprune" as a bigint); other jobs use other keys. */
@@ -118,43 +132,35 @@ async function pruneWithLock(options: PruneOptions): Promise<PruneOutcome> {
 
 async function runBatches(client: Queryable, options: PruneOptions): Promise<PruneRunRecord> {
   const env = loadEnv();
-  const batchSize = options.batchSize ?? env.KEYWARD_PRUNE_BATCH_SIZE;
-  const pauseMs = options.pauseMs ?? env.KEYWARD_PRUNE_PAUSE_MS;
   const budgetMs = options.budgetMs ?? env.KEYWARD_PRUNE_BUDGET_MS;
+  const mode = await readDedupMode(client);
   const [{ id }] = await query<{ id: number }>(
-    `WITH run AS (INSERT INTO prune_runs (mode, trigger, actor) VALUES ('batch', $1, $2) RETURNING id)
+    `WITH run AS (INSERT INTO prune_runs (mode, trigger, actor) VALUES ($3, $1, $2) RETURNING id)
      SELECT id, ${ASYNC_COMMIT} FROM run`,
-    [options.trigger, options.actor ?? null],
+    [options.trigger, options.actor ?? null, mode === "partition" ? "partition" : "batch"],
     client,
   );
   // The budget bounds this process's work, so it is measured on this process's monotonic clock; which
   // keys are expired is decided by the database's clock alone.
   const start = performance.now();
-  let batches = 0;
-  let rows = 0;
+  const tally = { batches: 0, rows: 0, partitionsDropped: 0 };
   let stopped: PruneStop;
   let failure: unknown;
   try {
-    for (;;) {
-      const deleted = await execute(PRUNE_BATCH_SQL, [batchSize], client);
-      if (deleted > 0) {
-        batches++;
-        rows += deleted;
-        options.onBatch?.(deleted);
+    if (mode === "partition") {
+      try {
+        await ensureDedupPartitions(client);
+      } catch (err) {
+        // The DEFAULT partition was busy: keys past the partitions still land in it; the next run retries.
+        if ((err as { code?: string }).code !== "55P03") throw err;
       }
-      if (deleted < batchSize) {
-        stopped = "drained";
-        break;
-      }
-      if (performance.now() - start + pauseMs >= budgetMs) {
-        stopped = "time_budget";
-        break;
-      }
-      if (pauseMs > 0) await pause(pauseMs, options.signal);
-      if (options.signal?.aborted) {
-        stopped = "shutdown";
-        break;
-      }
+      const drop = await dropExpiredDedupPartitions(client, { stopAt: start + budgetMs });
+      tally.partitionsDropped = drop.dropped.length;
+      tally.rows += drop.rows;
+      stopped = await batchLoop(client, PRUNE_DEFAULT_BATCH_SQL, options, start, tally);
+      if (drop.busy && stopped === "drained") stopped = "lock_timeout";
+    } else {
+      stopped = await batchLoop(client, PRUNE_BATCH_SQL, options, start, tally);
     }
   } catch (err) {
     stopped = "error";
@@ -162,7 +168,7 @@ async function runBatches(client: Queryable, options: PruneOptions): Promise<Pru
   }
   const error = failure === undefined ? null : (failure as Error).message ?? String(failure);
   // After a failure the dedicated connection may be gone: finish the record on a pool connection.
-  const finished = await finishRun(id, { batches, rows, stopped, error }, failure === undefined ? client : pool()).catch(
+  const finished = await finishRun(id, { ...tally, stopped: stopped!, error }, failure === undefined ? client : pool()).catch(
     (err: unknown) => {
       if (failure === undefined) throw err;
       return undefined; // the database is unreachable: the run's own error is the one to report
@@ -170,6 +176,32 @@ async function runBatches(client: Queryable, options: PruneOptions): Promise<Pru
   );
   if (failure !== undefined) throw failure;
   return finished!;
+}
+
+/** Deletes expired keys in batches of `statement` until one comes back short, the budget is spent, or abort. */
+async function batchLoop(
+  client: Queryable,
+  statement: PreparedSql,
+  options: PruneOptions,
+  start: number,
+  tally: { batches: number; rows: number },
+): Promise<PruneStop> {
+  const env = loadEnv();
+  const batchSize = options.batchSize ?? env.KEYWARD_PRUNE_BATCH_SIZE;
+  const pauseMs = options.pauseMs ?? env.KEYWARD_PRUNE_PAUSE_MS;
+  const budgetMs = options.budgetMs ?? env.KEYWARD_PRUNE_BUDGET_MS;
+  for (;;) {
+    const deleted = await execute(statement, [batchSize], client);
+    if (deleted > 0) {
+      tally.batches++;
+      tally.rows += deleted;
+      options.onBatch?.(deleted);
+    }
+    if (deleted < batchSize) return "drained";
+    if (performance.now() - start + pauseMs >= budgetMs) return "time_budget";
+    if (pauseMs > 0) await pause(pauseMs, options.signal);
+    if (options.signal?.aborted) return "shutdown";
+  }
 }
 
 type RunRow = {
@@ -199,15 +231,16 @@ const RUN_COLUMNS = `id, started_at AS "startedAt", finished_at AS "finishedAt",
 /** Completes the run's record, and deletes the records older than PRUNE_RUNS_KEPT_DAYS. */
 async function finishRun(
   id: number,
-  r: { batches: number; rows: number; stopped: PruneStop; error: string | null },
+  r: { batches: number; rows: number; partitionsDropped: number; stopped: PruneStop; error: string | null },
   on: Queryable,
 ): Promise<PruneRunRecord> {
   const [row] = await query<RunRow>(
     `WITH expired_runs AS (DELETE FROM prune_runs WHERE started_at < now() - make_interval(days => $6)),
-     run AS (UPDATE prune_runs SET finished_at = clock_timestamp(), batches = $2, rows = $3, stopped = $4, error = $5
+     run AS (UPDATE prune_runs SET finished_at = clock_timestamp(), batches = $2, rows = $3, stopped = $4, error = $5,
+                                   partitions_dropped = $7
              WHERE id = $1 RETURNING ${RUN_COLUMNS})
      SELECT run.*, ${ASYNC_COMMIT} FROM run`,
-    [id, r.batches, r.rows, r.stopped, r.error, PRUNE_RUNS_KEPT_DAYS],
+    [id, r.batches, r.rows, r.stopped, r.error, PRUNE_RUNS_KEPT_DAYS, r.partitionsDropped],
     on,
   );
   return toRunRecord(row);
@@ -277,7 +310,13 @@ export async function pruneNow(
     await recordAction(principal, {
       ...entry,
       target: { type: "prune_run", id: run.id },
-      after: { rows: run.rows, batches: run.batches, stopped: run.stopped, durationMs: run.durationMs },
+      after: {
+        rows: run.rows,
+        batches: run.batches,
+        stopped: run.stopped,
+        durationMs: run.durationMs,
+        ...(run.mode === "partition" ? { partitionsDropped: run.partitionsDropped } : {}),
+      },
     });
   }
   return outcome;

@@ -18,6 +18,7 @@ import { matchFastRoute, serveFast } from "./fast-routes";
 import { dropExpiredAuditPartitions, ensureAuditPartitions, scheduleAuditPartitions } from "../audit/partitions";
 import { schedulePruning } from "../retention/schedule";
 import { scheduleReplayWorker } from "../replay/executor";
+import { applyDedupModeSetting } from "../retention/partitions";
 import { pageHeaders } from "../http/headers";
 
 export async function startServer(options: { build?: boolean } = {}): Promise<void> {
@@ -31,6 +32,8 @@ export async function startServer(options: { build?: boolean } = {}): Promise<vo
     const applied = await migrate(database.url);
     console.log(applied.length ? `[keyward] applied migrations: ${applied.join(", ")}` : "[keyward] database schema is up to date");
     await ensureAuditPartitions();
+    const dedup = await applyDedupModeSetting();
+    if (dedup) console.log(`[keyward] ${dedup}`);
     const dropped = await dropExpiredAuditPartitions();
     if (dropped.length) console.log(`[keyward] dropped audit months past retention: ${dropped.join(", ")}`);
   } catch (err) {

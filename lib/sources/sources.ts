@@ -110,13 +110,16 @@ export async function extendLiveKeys(name: string, actor: Principal): Promise<{ 
   let extended = 0;
   for (;;) {
     const rows = await query<{ n: number }>(
+      // A ctid names a row only within one table: in partition mode each partition has its own, so
+      // the batch is identified by (tableoid, ctid). A new expiry may move a row to another day's partition.
       `WITH batch AS (
-         SELECT ctid FROM dedup_keys
+         SELECT tableoid, ctid FROM dedup_keys
          WHERE source = $1 AND expires_at > now() AND expires_at < received_at + make_interval(secs => $2)
          LIMIT $3 FOR UPDATE SKIP LOCKED)
        , upd AS (
          UPDATE dedup_keys d SET expires_at = d.received_at + make_interval(secs => $2)
-         FROM batch WHERE d.ctid = batch.ctid AND d.expires_at > now() AND d.expires_at < d.received_at + make_interval(secs => $2)
+         FROM batch WHERE d.tableoid = batch.tableoid AND d.ctid = batch.ctid AND d.source = $1
+           AND d.expires_at > now() AND d.expires_at < d.received_at + make_interval(secs => $2)
          RETURNING 1)
        SELECT count(*)::int AS n FROM upd`,
       [source.name, source.ttlSeconds, EXTEND_BATCH],

@@ -332,9 +332,9 @@ export const PRUNE_START = "<!-- pruning: written by test/bench/prune.ts -->";
 export const PRUNE_END = "<!-- /pruning -->";
 
 /** Puts the pruning section into an existing report: replaces the previous one, or appends it. */
-export function spliceSection(doc: string, section: string): string {
-  const i = doc.indexOf(PRUNE_START);
-  const j = doc.indexOf(PRUNE_END);
-  if (i >= 0 && j > i) return doc.slice(0, i) + section.trimEnd() + doc.slice(j + PRUNE_END.length);
+export function spliceSection(doc: string, section: string, start = PRUNE_START, end = PRUNE_END): string {
+  const i = doc.indexOf(start);
+  const j = doc.indexOf(end);
+  if (i >= 0 && j > i) return doc.slice(0, i) + section.trimEnd() + doc.slice(j + end.length);
   return `${doc.trimEnd()}\n\n${section}`;
 }

@@ -20,9 +20,10 @@
  *
  * Knobs (environment): BENCH_CYCLES (6), BENCH_SLICE_MS (250 for single claims; batches of 100 get
  * 1.5×, of 1000 3×, so that long requests still complete a few times), BENCH_WARM_MS (200),
- * BENCH_OUT (docs/benchmarks.md; "-" to skip writing), BENCH_PARTS ("claims,prune,audit,replay"; a part
- * run without "claims" replaces only its own section of the existing report), prune.ts's BENCH_PRUNE_*
- * knobs, audit.ts's BENCH_AUDIT_ROWS (10M) and BENCH_AUDIT_LOOKUPS (500), replay.ts's BENCH_REPLAY_SECONDS.
+ * BENCH_OUT (docs/benchmarks.md; "-" to skip writing), BENCH_PARTS ("claims,prune,partitions,audit,replay";
+ * the parts not run keep their section of the existing report), prune.ts's BENCH_PRUNE_* knobs,
+ * partitions.ts's (partition mode: dropping a day, claims partitioned vs not, claims with 10M live keys),
+ * audit.ts's BENCH_AUDIT_ROWS (10M) and BENCH_AUDIT_LOOKUPS (500), replay.ts's BENCH_REPLAY_SECONDS.
  */
 import { execSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
@@ -43,10 +44,11 @@ import { ensureBuild, startServer, type RunningServer } from "./server";
 import { buildBlocks, claimParams, newEventId, type BenchContext, type Block, type Cell } from "./scenarios";
 import { eventsPerSec, median, rotate, summarise, type Paired, type RoundSample } from "./stats";
 import { aimLines, costSplit, markdownReport, textTable, type Aim, type Machine, type Row } from "./report";
-import { benchPruning, pruneMarkdown, pruneText, spliceSection } from "./prune";
-import { readFileSync } from "node:fs";
-import { auditMarkdown, auditText, benchAudit, spliceAuditSection } from "./audit";
-import { benchReplay, replayMarkdown, replayText, spliceReplaySection } from "./replay";
+import { benchPruning, pruneMarkdown, pruneText, spliceSection, PRUNE_END, PRUNE_START } from "./prune";
+import { benchPartitions, partitionsMarkdown, partitionsText, PARTITIONS_END, PARTITIONS_START } from "./partitions";
+import { auditMarkdown, auditText, benchAudit, AUDIT_END, AUDIT_START } from "./audit";
+import { benchReplay, replayMarkdown, replayText, REPLAY_END, REPLAY_START } from "./replay";
+import { existsSync, readFileSync } from "node:fs";
 
 import { cliPrincipal } from "../../lib/auth/principal";
 
@@ -66,7 +68,7 @@ const OUT = process.env.BENCH_OUT ?? path.join(ROOT, "docs", "benchmarks.md");
 const CONCURRENCY = [1, 8];
 const BATCH_SIZES = [100, 1000];
 const DUPLICATE_POOL = 20_000;
-const ALL_PARTS = ["claims", "prune", "audit", "replay"];
+const ALL_PARTS = ["claims", "prune", "partitions", "audit", "replay"];
 const PARTS = new Set((process.env.BENCH_PARTS ?? ALL_PARTS.join(",")).split(",").map((p) => p.trim()));
 for (const p of PARTS) if (!ALL_PARTS.includes(p)) throw new Error(`BENCH_PARTS: unknown part "${p}" (${ALL_PARTS.join(", ")})`);
 
@@ -222,16 +224,34 @@ async function main(): Promise<void> {
   const claimsDoc = PARTS.has("claims")
     ? await benchClaims({ databaseUrl, rawPool, controlPool, newPool, extraPools, source, apiKey: apiKey.key, poolMax })
     : undefined;
-  let doc = claimsDoc;
-  const written: string[] = [];
+  const when = () =>
+    `${new Date().toISOString().replace(/\.\d+Z$/, "Z")} (commit ${commitOf()}, load average ${os.loadavg().map((l) => l.toFixed(2)).join(", ")} at the end)`;
+  const previous = OUT !== "-" && existsSync(OUT) ? readFileSync(OUT, "utf8") : "";
+  // Parts not run keep their section of the existing report.
+  let doc = claimsDoc ?? previous;
+  if (claimsDoc !== undefined) {
+    for (const [start, end] of [
+      [PRUNE_START, PRUNE_END],
+      [PARTITIONS_START, PARTITIONS_END],
+      [AUDIT_START, AUDIT_END],
+      [REPLAY_START, REPLAY_END],
+    ]) {
+      const i = previous.indexOf(start);
+      const j = previous.indexOf(end);
+      if (i >= 0 && j > i) doc = spliceSection(doc, previous.slice(i, j + end.length), start, end);
+    }
+  }
   if (PARTS.has("prune")) {
     const setup = newPool();
     extraPools.add(setup);
     const pruning = await benchPruning(setup, databaseUrl, log);
     console.log(`\n${pruneText(pruning)}\nAims:\n  ${aimLines(pruning.aims).join("\n  ")}`);
-    const when = `${new Date().toISOString().replace(/\.\d+Z$/, "Z")} (commit ${commitOf()}, load average ${os.loadavg().map((l) => l.toFixed(2)).join(", ")} at the end)`;
-    doc = spliceSection(doc ?? existingReport(), pruneMarkdown(pruning, when));
-    written.push("Pruning");
+    doc = spliceSection(doc, pruneMarkdown(pruning, when()));
+  }
+  if (PARTS.has("partitions")) {
+    const r = await benchPartitions(SERVER_URL, log, cleanups);
+    console.log(`\n${partitionsText(r)}`);
+    doc = spliceSection(doc, partitionsMarkdown(r, when()), PARTITIONS_START, PARTITIONS_END);
   }
   if (PARTS.has("audit")) {
     const setup = newPool();
@@ -239,26 +259,18 @@ async function main(): Promise<void> {
     const readKey = await createApiKey({ name: "bench-read", scopes: ["read"] }, ACTOR);
     const audit = await benchAudit(setup, databaseUrl, readKey.key, log);
     console.log(`\n${auditText(audit)}`);
-    const when = `${new Date().toISOString().replace(/\.\d+Z$/, "Z")} (commit ${commitOf()}, load average ${os.loadavg().map((l) => l.toFixed(2)).join(", ")} at the end)`;
-    doc = spliceAuditSection(doc ?? existingReport(), auditMarkdown(audit, when));
-    written.push("Audit search");
+    doc = spliceSection(doc, auditMarkdown(audit, when()), AUDIT_START, AUDIT_END);
   }
   if (PARTS.has("replay")) {
     const replay = await benchReplay(databaseUrl, log, cleanups);
     replay.when = `${replay.when}, commit ${commitOf()}`;
     console.log(`\n${replayText(replay)}`);
-    doc = spliceReplaySection(doc ?? existingReport(), replayMarkdown(replay));
-    written.push("Re-drive throughput");
+    doc = spliceSection(doc, replayMarkdown(replay), REPLAY_START, REPLAY_END);
   }
-  if (doc !== undefined && OUT !== "-") {
+  if (OUT !== "-") {
     writeFileSync(OUT, doc);
-    log(`wrote ${path.relative(process.cwd(), OUT)}${claimsDoc ? "" : ` (${written.join(" and ")} section${written.length > 1 ? "s" : ""} only)`}`);
+    log(`wrote ${path.relative(process.cwd(), OUT)} (parts: ${[...PARTS].join(", ")})`);
   }
-}
-
-/** The report on disk (for a run of some parts only); nothing when not writing one. */
-function existingReport(): string {
-  return OUT === "-" ? "" : readFileSync(OUT, "utf8");
 }
 
 function commitOf(): string {

@@ -101,6 +101,7 @@ describe("GET /api/v1/maintenance/prune", () => {
     const res = await call(listRoute, { method: "GET", path: "/api/v1/maintenance/prune?limit=2", headers: bearer(reader.key) });
 
     expect(res.status).toBe(200);
+    expect(res.body.mode).toBe("single"); // the dedup table's mode: these runs deleted in batches
     expect(res.body.runs.map((r: { id: string }) => r.id)).toEqual([second.body.run.id, first.body.run.id]);
     expect(res.body.runs[1]).toEqual(first.body.run);
     expect(res.body.runs[1]).toMatchObject({ rows: 40, mode: "batch", trigger: "api" });
