@@ -9,10 +9,12 @@ import {
   CATEGORY_INFO,
   checkConfirm,
   confirmPhrase,
+  DEFAULT_CONCURRENCY,
   DEFAULT_RATE,
   defaultInclude,
   idempotencyKeyFor,
   includable,
+  MAX_CONCURRENCY,
   MAX_RATE,
   MIN_FORCE_REASON,
   type ReplayBody,
@@ -22,7 +24,7 @@ import type { Category, Preflight } from "@/lib/replay/schema";
 
 /**
  * The confirm step: which categories to include (expired_processed only with a reason and the source's
- * name typed), the rate, and the count typed to confirm. Start sends one Idempotency-Key per body, so a
+ * name typed), the rate and concurrency, and the count typed to confirm. Start sends one Idempotency-Key per body, so a
  * double click or a retry starts one replay.
  */
 export function ConfirmReplay({
@@ -38,13 +40,14 @@ export function ConfirmReplay({
   const [reason, setReason] = useState("");
   const [typed, setTyped] = useState("");
   const [rate, setRate] = useState(String(DEFAULT_RATE));
+  const [concurrency, setConcurrency] = useState(String(DEFAULT_CONCURRENCY));
   const [showProblems, setShowProblems] = useState(false);
   const sent = useRef<{ key: string; body: string } | null>(null);
   const start = useMutation({
     mutationFn: ({ body, key }: { body: ReplayBody; key: string }) => startReplay(body, key),
     onSuccess: (r) => onStarted(r.replayId),
   });
-  const checked = checkConfirm(preflight, { include, reason, typed, rate });
+  const checked = checkConfirm(preflight, { include, reason, typed, rate, concurrency });
   const forced = include.includes("expired_processed");
   const phrase = confirmPhrase(preflight.source, checked.count, forced);
   const toggle = (c: Category) => setInclude((old) => (old.includes(c) ? old.filter((x) => x !== c) : [...old, c]));
@@ -118,6 +121,22 @@ export function ConfirmReplay({
         />
         <span className="field__hint" id="replay-rate-hint">
           1 to {MAX_RATE}; default {DEFAULT_RATE}
+        </span>
+      </div>
+      <div className="field">
+        <label className="field__label" htmlFor="replay-concurrency">
+          Concurrency (deliveries at a time)
+        </label>
+        <input
+          className="input input--duration"
+          id="replay-concurrency"
+          inputMode="numeric"
+          value={concurrency}
+          onChange={(e) => setConcurrency(e.target.value)}
+          aria-describedby="replay-concurrency-hint"
+        />
+        <span className="field__hint" id="replay-concurrency-hint">
+          1 to {MAX_CONCURRENCY}; default {DEFAULT_CONCURRENCY}. A slow destination needs more to reach the rate.
         </span>
       </div>
       <div className="field">

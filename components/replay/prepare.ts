@@ -260,6 +260,8 @@ export function needsExtend(p: Pick<Preflight, "counts" | "extendedAt">): boolea
 
 export const DEFAULT_RATE = 50;
 export const MAX_RATE = 500;
+export const DEFAULT_CONCURRENCY = 4;
+export const MAX_CONCURRENCY = 32;
 export const MIN_FORCE_REASON = 10;
 
 /**
@@ -303,9 +305,11 @@ export type ReplayBody = {
   include: Category[];
   force?: { reason: string };
   ratePerSecond: number;
+  concurrency: number;
 };
 
-export type ConfirmState = { include: Category[]; reason: string; typed: string; rate: string };
+/** The confirm form's fields as typed; `concurrency` left out means the default. */
+export type ConfirmState = { include: Category[]; reason: string; typed: string; rate: string; concurrency?: string };
 
 /**
  * The confirm form as a POST /api/v1/replays body, or every reason it cannot be sent yet (each a sentence
@@ -325,12 +329,16 @@ export function checkConfirm(
   if (forced && reason.length < MIN_FORCE_REASON) problems.push(`A forced replay needs a reason of at least ${MIN_FORCE_REASON} characters.`);
   const rate = Number(state.rate.trim());
   if (!Number.isInteger(rate) || rate < 1 || rate > MAX_RATE) problems.push(`Rate must be a whole number from 1 to ${MAX_RATE} per second.`);
+  const concurrency = Number((state.concurrency ?? String(DEFAULT_CONCURRENCY)).trim());
+  if (!Number.isInteger(concurrency) || concurrency < 1 || concurrency > MAX_CONCURRENCY) {
+    problems.push(`Concurrency must be a whole number from 1 to ${MAX_CONCURRENCY} deliveries at a time.`);
+  }
   const phrase = confirmPhrase(p.source, count, forced);
   if (count > 0 && !confirmMatches(state.typed, phrase, forced)) {
     problems.push(forced ? `Type the source name, ${p.source}, to confirm.` : `Type the number of events, ${phrase}, to confirm.`);
   }
   if (problems.length > 0) return { ok: false, problems, count };
-  return { ok: true, count, body: { preflightId: p.preflightId, include, ...(forced ? { force: { reason } } : {}), ratePerSecond: rate } };
+  return { ok: true, count, body: { preflightId: p.preflightId, include, ...(forced ? { force: { reason } } : {}), ratePerSecond: rate, concurrency } };
 }
 
 /**

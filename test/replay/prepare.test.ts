@@ -1,6 +1,12 @@
 /** components/replay/prepare.ts: the Replay screen's categories, counts, keys at risk, confirm rule and progress. Pure; no database. */
 import { describe, expect, it } from "vitest";
 import {
+  DEFAULT_CONCURRENCY as API_DEFAULT_CONCURRENCY,
+  DEFAULT_RATE_PER_SECOND,
+  MAX_CONCURRENCY as API_MAX_CONCURRENCY,
+  MAX_RATE_PER_SECOND,
+} from "../../lib/replay/schema";
+import {
   CATEGORY_INFO,
   categoryRows,
   checkConfirm,
@@ -30,6 +36,10 @@ import {
   selectionFromChecked,
   selectionFromFilters,
   type ConfirmState,
+  DEFAULT_CONCURRENCY,
+  DEFAULT_RATE,
+  MAX_CONCURRENCY,
+  MAX_RATE,
 } from "../../components/replay/prepare";
 import type { DeadLetter } from "../../lib/deadletters/schema";
 import type { Preflight, PreflightCounts, PreflightItem, ReplaySummary } from "../../lib/replay/schema";
@@ -267,7 +277,7 @@ describe("the confirm step", () => {
     expect(checkConfirm(p, state({ typed: "5" }))).toEqual({
       ok: true,
       count: 5,
-      body: { preflightId: "pf_1", include: ["alive", "never_processed"], ratePerSecond: 50 },
+      body: { preflightId: "pf_1", include: ["alive", "never_processed"], ratePerSecond: 50, concurrency: 4 },
     });
   });
 
@@ -283,17 +293,35 @@ describe("the confirm step", () => {
     expect(checkConfirm(p, state({ include, typed: "billing", reason: "  customer asked for a re-send  " }))).toEqual({
       ok: true,
       count: 3,
-      body: { preflightId: "pf_1", include: ["alive", "expired_processed"], force: { reason: "customer asked for a re-send" }, ratePerSecond: 50 },
+      body: { preflightId: "pf_1", include: ["alive", "expired_processed"], force: { reason: "customer asked for a re-send" }, ratePerSecond: 50, concurrency: 4 },
     });
   });
 
-  it("refuses a rate outside 1..500, expiring before extend, and an empty replay", () => {
+  it("the form's limits are the API's", () => {
+    expect([DEFAULT_RATE, MAX_RATE, DEFAULT_CONCURRENCY, MAX_CONCURRENCY]).toEqual([
+      DEFAULT_RATE_PER_SECOND,
+      MAX_RATE_PER_SECOND,
+      API_DEFAULT_CONCURRENCY,
+      API_MAX_CONCURRENCY,
+    ]);
+  });
+
+  it("refuses a rate outside 1..500, a concurrency outside 1..32, expiring before extend, and an empty replay", () => {
     const p = preflight({ alive: 1, expiring: 1 });
     expect(checkConfirm(p, state({ rate: "501", typed: "1", include: ["alive"] }))).toMatchObject({
       ok: false,
       problems: ["Rate must be a whole number from 1 to 500 per second."],
     });
     expect(checkConfirm(p, state({ rate: "2.5", typed: "1", include: ["alive"] })).ok).toBe(false);
+    expect(checkConfirm(p, state({ concurrency: "33", typed: "1", include: ["alive"] }))).toMatchObject({
+      ok: false,
+      problems: ["Concurrency must be a whole number from 1 to 32 deliveries at a time."],
+    });
+    expect(checkConfirm(p, state({ concurrency: "0", typed: "1", include: ["alive"] })).ok).toBe(false);
+    expect(checkConfirm(p, state({ concurrency: " 16 ", typed: "1", include: ["alive"] }))).toMatchObject({
+      ok: true,
+      body: { ratePerSecond: 50, concurrency: 16 },
+    });
     expect(checkConfirm(p, state({ typed: "2", include: ["alive", "expiring"] }))).toMatchObject({
       ok: false,
       problems: ["Key expiring cannot be included before the keys are extended."],
@@ -304,7 +332,7 @@ describe("the confirm step", () => {
   it("keeps the Idempotency-Key while the body is the same, and takes a fresh one when it changes", () => {
     let n = 0;
     const fresh = () => `key-${++n}`;
-    const body = { preflightId: "pf_1", include: ["alive" as const], ratePerSecond: 50 };
+    const body = { preflightId: "pf_1", include: ["alive" as const], ratePerSecond: 50, concurrency: 4 };
     const first = idempotencyKeyFor(null, body, fresh);
     expect(first.key).toBe("key-1");
     expect(idempotencyKeyFor(first, { ...body }, fresh).key).toBe("key-1");
