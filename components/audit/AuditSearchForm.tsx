@@ -3,6 +3,7 @@
 import type { FormEvent } from "react";
 import { useQuery } from "@tanstack/react-query";
 import { sourcesQuery } from "@/components/sources/queries";
+import { SelectField } from "@/components/ui/SelectField";
 import { useHydrated } from "@/components/ui/useHydrated";
 import { isoToLocalInput, KNOWN_AUDIT_KINDS, localInputToIso } from "./prepare";
 import type { AuditSearchFilters } from "./queries";
@@ -63,19 +64,7 @@ export function AuditSearchForm({
             autoFocus
           />
         </div>
-        <div className="field">
-          <label className="field__label" htmlFor="audit-source">
-            Source
-          </label>
-          <select className="input" id="audit-source" name="source" defaultValue={filters.source ?? ""}>
-            <option value="">Any source</option>
-            {names.map((n) => (
-              <option key={n} value={n}>
-                {n}
-              </option>
-            ))}
-          </select>
-        </div>
+        <SelectField id="audit-source" name="source" label="Source" options={names} emptyLabel="Any source" defaultValue={filters.source} />
         <div className="form__actions">
           <button type="submit" className="button button--primary" disabled={!hydrated}>
             Search

@@ -1,6 +1,9 @@
 /** Pure derivations for the audit screens (no React): filters from the URL, time inputs, labels. */
 import { KNOWN_AUDIT_KINDS } from "@/lib/audit/schema";
 import { FILTER_FIELDS, type AuditRow, type AuditSearchFilters } from "./queries";
+import { isoToLocalInput, localInputToIso } from "@/components/ui/datetime-input";
+
+export { isoToLocalInput, localInputToIso };
 
 export { KNOWN_AUDIT_KINDS };
 
@@ -12,22 +15,6 @@ export function filtersFromParams(params: { get(name: string): string | null }):
     if (v) f[k] = v;
   }
   return f;
-}
-
-/** An <input type="datetime-local"> value (local wall-clock time) as an ISO instant; "" stays unset. */
-export function localInputToIso(value: string): string | undefined {
-  if (!value) return undefined;
-  const t = new Date(value);
-  return Number.isNaN(t.getTime()) ? undefined : t.toISOString();
-}
-
-/** An ISO instant as an <input type="datetime-local"> value in local time. */
-export function isoToLocalInput(iso: string | undefined): string {
-  if (!iso) return "";
-  const t = new Date(iso);
-  if (Number.isNaN(t.getTime())) return "";
-  const pad = (n: number) => String(n).padStart(2, "0");
-  return `${t.getFullYear()}-${pad(t.getMonth() + 1)}-${pad(t.getDate())}T${pad(t.getHours())}:${pad(t.getMinutes())}`;
 }
 
 const KIND_LABELS: Record<string, string> = {

@@ -3,6 +3,7 @@
 import { useQuery } from "@tanstack/react-query";
 import type { FormEvent } from "react";
 import { sourcesQuery } from "@/components/sources/queries";
+import { SelectField } from "@/components/ui/SelectField";
 import { useHydrated } from "@/components/ui/useHydrated";
 import { hasFilters, isoToLocalInput, localInputToIso, type DeadLetterFilters } from "./prepare";
 import type { DeadLetterStatus } from "@/lib/deadletters/schema";
@@ -34,19 +35,7 @@ export function DeadLetterFiltersForm({ filters, onChange }: { filters: DeadLett
   if (filters.source && !names.includes(filters.source)) names.unshift(filters.source);
   return (
     <form className="filters" method="get" onSubmit={submit} aria-label="Filter dead letters" key={formKey}>
-      <div className="field">
-        <label className="field__label" htmlFor="dl-source">
-          Source
-        </label>
-        <select className="input" id="dl-source" name="source" defaultValue={filters.source ?? ""}>
-          <option value="">All sources</option>
-          {names.map((n) => (
-            <option key={n} value={n}>
-              {n}
-            </option>
-          ))}
-        </select>
-      </div>
+      <SelectField id="dl-source" name="source" label="Source" options={names} emptyLabel="All sources" defaultValue={filters.source} />
       <div className="field">
         <label className="field__label" htmlFor="dl-from">
           Failed from
@@ -73,19 +62,7 @@ export function DeadLetterFiltersForm({ filters, onChange }: { filters: DeadLett
           spellCheck={false}
         />
       </div>
-      <div className="field">
-        <label className="field__label" htmlFor="dl-status">
-          Status
-        </label>
-        <select className="input" id="dl-status" name="status" defaultValue={filters.status ?? ""}>
-          <option value="">Any status</option>
-          {STATUSES.map((s) => (
-            <option key={s} value={s}>
-              {s}
-            </option>
-          ))}
-        </select>
-      </div>
+      <SelectField id="dl-status" name="status" label="Status" options={STATUSES} emptyLabel="Any status" defaultValue={filters.status} />
       <div className="form__actions">
         <button type="submit" className="button" disabled={!hydrated}>
           Filter

@@ -16,6 +16,9 @@ import {
   type ReplayStatus,
   type ReplaySummary,
 } from "@/lib/replay/schema";
+import { isoToLocalInput, localInputToIso } from "@/components/ui/datetime-input";
+
+export { isoToLocalInput, localInputToIso };
 
 export { CATEGORIES };
 
@@ -164,22 +167,6 @@ export function filterParams(filters: DeadLetterFilters, extra: Record<string, s
   }
   for (const [k, v] of Object.entries(extra)) params.set(k, v);
   return params;
-}
-
-/** A `<input type="datetime-local">` value (local wall time) as an ISO instant; "" or garbage → undefined. */
-export function localInputToIso(value: string): string | undefined {
-  if (!value.trim()) return undefined;
-  const ms = Date.parse(value);
-  return Number.isNaN(ms) ? undefined : new Date(ms).toISOString();
-}
-
-/** An ISO instant as a `<input type="datetime-local">` value in local time ("" when absent). */
-export function isoToLocalInput(iso: string | undefined): string {
-  if (!iso) return "";
-  const d = new Date(iso);
-  if (Number.isNaN(d.getTime())) return "";
-  const p = (n: number) => String(n).padStart(2, "0");
-  return `${d.getFullYear()}-${p(d.getMonth() + 1)}-${p(d.getDate())}T${p(d.getHours())}:${p(d.getMinutes())}`;
 }
 
 export function hasFilters(f: DeadLetterFilters): boolean {
