@@ -61,56 +61,54 @@ const WRONG_MODE = "55000"; // object_not_in_prerequisite_state, raised by the e
 export type ModeSwitch = { mode: DedupMode; partitions: number; rowsMoved: number; durationMs: number };
 
 /** Converts dedup_keys to partition mode (one transaction). 409 if it already is. */
-export async function enablePartitionMode(actor: Principal | string): Promise<ModeSwitch> {
-  const start = performance.now();
-  let row: { partitions_created: number; rows_moved: number };
-  try {
-    [row] = await query<{ partitions_created: number; rows_moved: number }>(
-      "SELECT * FROM keyward_partitions_enable($1)",
-      [DEDUP_DAYS_AHEAD],
-    );
-  } catch (err) {
-    if ((err as { code?: string }).code === WRONG_MODE) throw KeywardError.conflict("already_partitioned", "the dedup table is already in partition mode");
-    throw err;
-  } finally {
-    forgetDedupMode();
-  }
-  const done: ModeSwitch = {
-    mode: "partition",
-    partitions: row.partitions_created,
-    rowsMoved: Number(row.rows_moved),
-    durationMs: Math.round(performance.now() - start),
-  };
-  await recordAction(actor, {
+export function enablePartitionMode(actor: Principal | string): Promise<ModeSwitch> {
+  return switchMode(actor, {
+    to: "partition",
+    sql: "SELECT partitions_created AS partitions, rows_moved FROM keyward_partitions_enable($1)",
+    values: [DEDUP_DAYS_AHEAD],
+    wrongMode: ["already_partitioned", "the dedup table is already in partition mode"],
     action: "partitions.enable",
-    target: { type: "table", id: "dedup_keys" },
-    after: { partitionsCreated: done.partitions, rowsMoved: done.rowsMoved, durationMs: done.durationMs },
+    partitionsKey: "partitionsCreated",
   });
-  return done;
 }
 
 /** Converts dedup_keys back to one table with a unique primary key (one transaction). 409 if it is one. */
-export async function disablePartitionMode(actor: Principal | string): Promise<ModeSwitch> {
+export function disablePartitionMode(actor: Principal | string): Promise<ModeSwitch> {
+  return switchMode(actor, {
+    to: "single",
+    sql: "SELECT partitions_dropped AS partitions, rows_moved FROM keyward_partitions_disable()",
+    values: [],
+    wrongMode: ["not_partitioned", "the dedup table is not in partition mode"],
+    action: "partitions.disable",
+    partitionsKey: "partitionsDropped",
+  });
+}
+
+/** Runs one of the two switch functions, forgets the cached mode, and records the switch. */
+async function switchMode(
+  actor: Principal | string,
+  how: { to: DedupMode; sql: string; values: unknown[]; wrongMode: [code: string, message: string]; action: string; partitionsKey: string },
+): Promise<ModeSwitch> {
   const start = performance.now();
-  let row: { partitions_dropped: number; rows_moved: number };
+  let row: { partitions: number; rows_moved: number | string };
   try {
-    [row] = await query<{ partitions_dropped: number; rows_moved: number }>("SELECT * FROM keyward_partitions_disable()");
+    [row] = await query<{ partitions: number; rows_moved: number | string }>(how.sql, how.values);
   } catch (err) {
-    if ((err as { code?: string }).code === WRONG_MODE) throw KeywardError.conflict("not_partitioned", "the dedup table is not in partition mode");
+    if ((err as { code?: string }).code === WRONG_MODE) throw KeywardError.conflict(...how.wrongMode);
     throw err;
   } finally {
     forgetDedupMode();
   }
   const done: ModeSwitch = {
-    mode: "single",
-    partitions: row.partitions_dropped,
+    mode: how.to,
+    partitions: row.partitions,
     rowsMoved: Number(row.rows_moved),
     durationMs: Math.round(performance.now() - start),
   };
   await recordAction(actor, {
-    action: "partitions.disable",
+    action: how.action,
     target: { type: "table", id: "dedup_keys" },
-    after: { partitionsDropped: done.partitions, rowsMoved: done.rowsMoved, durationMs: done.durationMs },
+    after: { [how.partitionsKey]: done.partitions, rowsMoved: done.rowsMoved, durationMs: done.durationMs },
   });
   return done;
 }
