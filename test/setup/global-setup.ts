@@ -14,8 +14,9 @@ const SERVER_URL = process.env.TEST_DATABASE_URL ?? "postgresql://postgres@127.0
 
 export default async function setup(project: TestProject) {
   // The end-to-end tests serve the production build: make it current once, before any test file runs
-  // (two files building at once would fight over .next).
-  buildIfNeeded();
+  // (two files building at once would fight over .next). KEYWARD_TEST_NO_BUILD=1 skips it for a run of
+  // tests that serve nothing through Next (the build is slow on a busy machine; a stale build serves old code).
+  if (!process.env.KEYWARD_TEST_NO_BUILD) buildIfNeeded();
   const name = `keyward_test_${Date.now()}_${randomBytes(3).toString("hex")}`;
   const admin = new pg.Client({ connectionString: SERVER_URL });
   await admin.connect();
