@@ -1,7 +1,8 @@
 /**
  * Signing in and out of the console. Sign-in is throttled per username and per client address
- * (throttle.ts) and every attempt, successful or not, is recorded in the operator action log with the
- * reason (server-side only: the caller learns just "invalid username or password").
+ * (throttle.ts: each attempt is counted before its password is checked) and every attempt, successful or
+ * not, is recorded in the operator action log with the reason (server-side only: the caller learns just
+ * "invalid username or password").
  */
 import { z } from "zod";
 import { KeywardError } from "../errors";
@@ -11,7 +12,7 @@ import { recordAction } from "../audit/actions";
 import { getAuth } from "./auth";
 import { oidcConfig, OIDC_PROVIDER_ID } from "./oidc";
 import type { Principal, UserPrincipal } from "./principal";
-import { clearSignInFailures, recordSignInFailure, signInLock } from "./throttle";
+import { forgiveSignInAttempt, reserveSignInAttempt } from "./throttle";
 import { loadEnv } from "../config/env";
 
 export const signInRequest = z.strictObject({
@@ -45,8 +46,9 @@ export async function sessionInfo(principal: Principal | null): Promise<SessionI
 export async function signIn(body: unknown, req: Request, address: string): Promise<{ headers: Headers; username: string }> {
   const { username, password } = parseOrThrow(signInRequest, body);
   const target = { type: "user", id: username };
-  const lock = await signInLock(username, address);
-  if (lock) {
+  // Counted before the password is checked, so a burst of concurrent attempts cannot outrun the lock.
+  const lock = await reserveSignInAttempt(username, address);
+  if (!lock.allowed) {
     await recordAction("anonymous", { action: "sign_in", outcome: "refused", reason: `locked out (${lock.scope})`, target, address });
     const minutes = Math.ceil(lock.retryAfterSeconds / 60);
     throw new KeywardError(
@@ -70,7 +72,7 @@ export async function signIn(body: unknown, req: Request, address: string): Prom
       asResponse: true,
     });
     if (res.ok) {
-      await clearSignInFailures(username);
+      await forgiveSignInAttempt(username, address);
       await recordAction(`user:${username}`, { action: "sign_in", target, address });
       const headers = new Headers();
       for (const c of res.headers.getSetCookie()) headers.append("set-cookie", c);
@@ -78,11 +80,10 @@ export async function signIn(body: unknown, req: Request, address: string): Prom
     }
     if (res.status >= 500) throw new Error(`sign-in failed with status ${res.status}`);
   }
-  const locked = await recordSignInFailure(username, address);
   await recordAction("anonymous", {
     action: "sign_in",
     outcome: "failed",
-    reason: locked ? `${reason}; now locked out` : reason,
+    reason: lock.locks ? `${reason}; now locked out` : reason,
     target,
     address,
   });

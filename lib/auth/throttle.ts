@@ -1,57 +1,71 @@
 /**
  * Sign-in throttling, per username and per client address, kept in the database so that every process
- * agrees. Failures count in a sliding 15-minute window; reaching the limit locks the username (or the
- * address) out for 15 minutes, during which attempts are refused without checking the password.
- * A successful sign-in clears the username's count. Locking a username is also a way for an attacker to
- * keep its owner out for a while: that is the accepted price of stopping password guessing.
+ * agrees. An attempt is counted BEFORE its password is checked: one statement (keyward_sign_in_reserve,
+ * migration 20261204040000) reserves a slot for the username and one for the address under row locks,
+ * and says whether the password may be checked at all. However many requests arrive at once, at most
+ * 5 passwords per username and 20 per address are checked in a 15-minute window: the attempt that takes
+ * the last slot locks the username (or address) for 15 minutes there and then, whatever its outcome, and
+ * attempts while locked are refused without a password check.
+ *
+ * A successful sign-in clears the username's count and gives its slot back to the address (a success is
+ * not a failure). Locking a username is also a way for an attacker to keep its owner out for a while:
+ * that is the accepted price of stopping password guessing.
  */
 import { query, type PreparedSql } from "../db/sql";
 
 export const THROTTLE = {
-  userMaxFailures: 5,
-  addrMaxFailures: 20,
+  userMaxAttempts: 5,
+  addrMaxAttempts: 20,
   windowSeconds: 15 * 60,
   lockSeconds: 15 * 60,
 };
 
-const LOCKED_SQL: PreparedSql = {
-  name: "keyward_sign_in_locked",
-  text: `SELECT scope, ceil(extract(epoch FROM locked_until - now()))::int AS retry_after
-         FROM sign_in_throttle
-         WHERE ((scope = 'user' AND key = $1) OR (scope = 'addr' AND key = $2)) AND locked_until > now()
-         ORDER BY locked_until DESC LIMIT 1`,
+const RESERVE_SQL: PreparedSql = {
+  name: "keyward_sign_in_reserve",
+  text: "SELECT allowed, lock_scope, retry_after, locks_now FROM keyward_sign_in_reserve($1, $2, $3, $4, $5, $6)",
 };
 
-const FAIL_SQL: PreparedSql = {
-  name: "keyward_sign_in_failed",
-  text: `INSERT INTO sign_in_throttle AS t (scope, key, failures, window_started_at, locked_until)
-         VALUES ($1, $2, 1, now(), CASE WHEN $3::int <= 1 THEN now() + make_interval(secs => $5) END)
-         ON CONFLICT (scope, key) DO UPDATE SET
-           failures = CASE WHEN t.window_started_at < now() - make_interval(secs => $4) THEN 1 ELSE t.failures + 1 END,
-           window_started_at = CASE WHEN t.window_started_at < now() - make_interval(secs => $4) THEN now() ELSE t.window_started_at END,
-           locked_until = CASE
-             WHEN (CASE WHEN t.window_started_at < now() - make_interval(secs => $4) THEN 1 ELSE t.failures + 1 END) >= $3
-             THEN now() + make_interval(secs => $5)
-             ELSE t.locked_until END
-         RETURNING failures, locked_until > now() AS locked`,
+const CLEAR_USER_SQL: PreparedSql = {
+  name: "keyward_sign_in_clear_user",
+  text: "DELETE FROM sign_in_throttle WHERE scope = 'user' AND key = $1",
 };
 
-export type Lock = { scope: "user" | "addr"; retryAfterSeconds: number };
+const FORGIVE_ADDR_SQL: PreparedSql = {
+  name: "keyward_sign_in_forgive_addr",
+  text: `UPDATE sign_in_throttle
+         SET attempts = attempts - 1, locked_until = CASE WHEN attempts - 1 < $2 THEN NULL ELSE locked_until END
+         WHERE scope = 'addr' AND key = $1 AND attempts > 0`,
+};
 
-/** The lock in force for this username or address, if any. */
-export async function signInLock(username: string, address: string): Promise<Lock | null> {
-  const [row] = await query<{ scope: "user" | "addr"; retry_after: number }>(LOCKED_SQL, [username, address]);
-  return row ? { scope: row.scope, retryAfterSeconds: Math.max(1, row.retry_after) } : null;
-}
+export type Scope = "user" | "addr";
 
-/** Counts a failure against both; returns whether either is now locked. */
-export async function recordSignInFailure(username: string, address: string): Promise<boolean> {
+/**
+ * The answer for one attempt: may its password be checked? If not, which limit refused it and for how
+ * long. `locks` names the limit this very attempt used up (it is then the last checked before the lock).
+ */
+export type AttemptSlot =
+  | { allowed: true; locks: Scope | null }
+  | { allowed: false; scope: Scope; retryAfterSeconds: number };
+
+/** Counts this attempt against the username and the address (both or neither), before any password check. */
+export async function reserveSignInAttempt(username: string, address: string): Promise<AttemptSlot> {
   const t = THROTTLE;
-  const [user] = await query<{ locked: boolean }>(FAIL_SQL, ["user", username, t.userMaxFailures, t.windowSeconds, t.lockSeconds]);
-  const [addr] = await query<{ locked: boolean }>(FAIL_SQL, ["addr", address, t.addrMaxFailures, t.windowSeconds, t.lockSeconds]);
-  return Boolean(user?.locked || addr?.locked);
+  const [row] = await query<{ allowed: boolean; lock_scope: Scope | null; retry_after: number; locks_now: boolean }>(RESERVE_SQL, [
+    username,
+    address,
+    t.userMaxAttempts,
+    t.addrMaxAttempts,
+    t.windowSeconds,
+    t.lockSeconds,
+  ]);
+  if (!row) throw new Error("keyward_sign_in_reserve returned no row");
+  if (!row.allowed) return { allowed: false, scope: row.lock_scope ?? "user", retryAfterSeconds: Math.max(1, row.retry_after) };
+  return { allowed: true, locks: row.locks_now ? row.lock_scope : null };
 }
 
-export async function clearSignInFailures(username: string): Promise<void> {
-  await query("DELETE FROM sign_in_throttle WHERE scope = 'user' AND key = $1", [username]);
+/** After a success: the username starts afresh, and the address gets back the slot this attempt took. */
+export async function forgiveSignInAttempt(username: string, address: string): Promise<void> {
+  // Two statements, the username's row first (the order keyward_sign_in_reserve locks them in).
+  await query(CLEAR_USER_SQL, [username]);
+  await query(FORGIVE_ADDR_SQL, [address, THROTTLE.addrMaxAttempts]);
 }
