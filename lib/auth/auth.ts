@@ -8,40 +8,55 @@
  * handler (app/api/auth/[...all]). Sign-up is disabled: accounts are created by an admin.
  */
 import { randomBytes } from "node:crypto";
-import type { betterAuth as BetterAuth } from "better-auth";
+import type { betterAuth as BetterAuth, BetterAuthOptions } from "better-auth";
+import type { getAdapter as GetAdapter } from "better-auth/db/adapter";
 import type { username as Username } from "better-auth/plugins/username";
 import type { genericOAuth as GenericOAuth } from "better-auth/plugins/generic-oauth";
 import { loadEnv } from "../config/env";
 import { pool } from "../db/client";
 import { query } from "../db/sql";
 import { oidcConfig, oidcPlugin } from "./oidc";
+import { hashSessionTokens } from "./session-tokens";
 
 export const SESSION_COOKIE_PREFIX = "keyward";
 /** A session lives 12 hours and is extended while used (at most once an hour). */
 export const SESSION_TTL_SECONDS = 12 * 60 * 60;
 
 /** Better Auth's modules, loaded on first use: CLI commands that never touch sign-in do not pay for them. */
-type Modules = { betterAuth: typeof BetterAuth; username: typeof Username; genericOAuth: typeof GenericOAuth };
+type Modules = {
+  betterAuth: typeof BetterAuth;
+  username: typeof Username;
+  genericOAuth: typeof GenericOAuth;
+  getAdapter: typeof GetAdapter;
+};
 
 async function loadModules(): Promise<Modules> {
-  const [core, user, oauth] = await Promise.all([
+  const [core, user, oauth, adapter] = await Promise.all([
     import("better-auth"),
     import("better-auth/plugins/username"),
     import("better-auth/plugins/generic-oauth"),
+    import("better-auth/db/adapter"),
   ]);
-  return { betterAuth: core.betterAuth, username: user.username, genericOAuth: oauth.genericOAuth };
+  return { betterAuth: core.betterAuth, username: user.username, genericOAuth: oauth.genericOAuth, getAdapter: adapter.getAdapter };
 }
 
-function buildAuth(secret: string, { betterAuth, username, genericOAuth }: Modules) {
+async function buildAuth(secret: string, modules: Modules) {
+  const options = authOptions(secret, modules);
+  // Better Auth's own adapter for our pool (the one it would build from `database: pool()`), wrapped so
+  // that session tokens are stored hashed (session-tokens.ts).
+  const adapter = hashSessionTokens(await modules.getAdapter({ ...options, database: pool() }));
+  return modules.betterAuth({ ...options, database: () => adapter });
+}
+
+function authOptions(secret: string, { username, genericOAuth }: Modules) {
   const env = loadEnv();
   const baseURL = env.KEYWARD_PUBLIC_URL ?? `http://${env.HOSTNAME}:${env.PORT}`;
   const oidc = oidcConfig(env);
-  return betterAuth({
+  return {
     appName: "Keyward",
     baseURL,
     basePath: "/api/auth",
     secret,
-    database: pool(),
     telemetry: { enabled: false },
     logger: { level: "error" },
     emailAndPassword: { enabled: true, disableSignUp: true, minPasswordLength: 12, maxPasswordLength: 256 },
@@ -108,10 +123,10 @@ function buildAuth(secret: string, { betterAuth, username, genericOAuth }: Modul
       }),
       ...(oidc ? [genericOAuth({ config: [oidcPlugin(oidc)] })] : []),
     ],
-  });
+  } satisfies BetterAuthOptions;
 }
 
-export type Auth = ReturnType<typeof buildAuth>;
+export type Auth = Awaited<ReturnType<typeof buildAuth>>;
 
 const globalAuth = globalThis as unknown as { __keywardAuth?: Promise<Auth> };
 
