@@ -23,6 +23,12 @@ const envSchema = z.object({
   KEYWARD_EMBEDDED_PORT: intFrom(0, 0, 65535),
   PORT: intFrom(3000, 0, 65535),
   HOSTNAME: z.string().min(1).default("localhost"),
+  // Slow clients (lib/server/start.ts): the whole header block must arrive within HEADERS, the whole
+  // request (headers and body) within REQUEST, or the server answers 408 and closes the connection; an
+  // idle keep-alive connection is closed after KEEP_ALIVE. Responses (a long CSV export) are not bounded.
+  KEYWARD_HTTP_HEADERS_TIMEOUT_MS: intFrom(10000, 100, 600000),
+  KEYWARD_HTTP_REQUEST_TIMEOUT_MS: intFrom(30000, 100, 3600000),
+  KEYWARD_HTTP_KEEP_ALIVE_TIMEOUT_MS: intFrom(5000, 100, 600000),
   KEYWARD_DB_POOL_MAX: intFrom(10, 1, 200),
   KEYWARD_DB_CONNECT_TIMEOUT_MS: intFrom(3000, 100, 60000),
   KEYWARD_DB_STATEMENT_TIMEOUT_MS: intFrom(5000, 100, 600000),
@@ -75,6 +81,15 @@ const envSchema = z.object({
   KEYWARD_REPLAY_TIMEOUT_MS: intFrom(10000, 100, 120000),
   // Settled (delivered) dead letters of a source without its own dead-letter retention are pruned after this.
   KEYWARD_DEAD_LETTER_RETENTION_DAYS: intFrom(30, 1, 3650),
+}).superRefine((env, ctx) => {
+  // Node refuses a header timeout longer than the request timeout (the headers are part of the request).
+  if (env.KEYWARD_HTTP_HEADERS_TIMEOUT_MS > env.KEYWARD_HTTP_REQUEST_TIMEOUT_MS) {
+    ctx.addIssue({
+      code: "custom",
+      path: ["KEYWARD_HTTP_HEADERS_TIMEOUT_MS"],
+      message: `must not exceed KEYWARD_HTTP_REQUEST_TIMEOUT_MS (${env.KEYWARD_HTTP_REQUEST_TIMEOUT_MS})`,
+    });
+  }
 });
 
 export type KeywardEnv = z.infer<typeof envSchema>;

@@ -6,7 +6,7 @@
 import http from "node:http";
 import { randomBytes } from "node:crypto";
 import next from "next";
-import { loadEnv } from "../config/env";
+import { loadEnv, type KeywardEnv } from "../config/env";
 import { openDatabase } from "../db/open";
 import { migrate } from "../db/migrate";
 import { closeDb } from "../db/client";
@@ -45,7 +45,7 @@ export async function startServer(options: { build?: boolean } = {}): Promise<vo
   const app = next({ dev: false, dir: ROOT, hostname: env.HOSTNAME, port: env.PORT });
   await app.prepare();
   const handle = app.getRequestHandler();
-  const server = http.createServer((req, res) => {
+  const server = http.createServer(httpServerOptions(env), (req, res) => {
     req.headers[CLIENT_IP_HEADER] = clientIp(req, env.KEYWARD_TRUST_PROXY);
     const fast = matchFastRoute(req.method, req.url);
     if (!fast) {
@@ -111,6 +111,21 @@ export async function startServer(options: { build?: boolean } = {}): Promise<vo
   };
   process.on("SIGINT", () => void stop("SIGINT"));
   process.on("SIGTERM", () => void stop("SIGTERM"));
+}
+
+/**
+ * Bounds on slow clients (a body trickled in for minutes, headers sent byte by byte): a request whose
+ * headers, or whole self, take longer gets a 408 and its connection closed; an idle keep-alive connection
+ * is closed. Node enforces the first two on a sweep every `connectionsCheckingInterval`, so that sweep runs
+ * often enough for a close to come at most a second (or half the header timeout) after the bound.
+ */
+export function httpServerOptions(env: Pick<KeywardEnv, "KEYWARD_HTTP_HEADERS_TIMEOUT_MS" | "KEYWARD_HTTP_REQUEST_TIMEOUT_MS" | "KEYWARD_HTTP_KEEP_ALIVE_TIMEOUT_MS">): http.ServerOptions {
+  return {
+    headersTimeout: env.KEYWARD_HTTP_HEADERS_TIMEOUT_MS,
+    requestTimeout: env.KEYWARD_HTTP_REQUEST_TIMEOUT_MS,
+    keepAliveTimeout: env.KEYWARD_HTTP_KEEP_ALIVE_TIMEOUT_MS,
+    connectionsCheckingInterval: Math.max(50, Math.min(1000, Math.floor(env.KEYWARD_HTTP_HEADERS_TIMEOUT_MS / 2))),
+  };
 }
 
 const CLIENT_IP_HEADER = "x-keyward-client-ip";
