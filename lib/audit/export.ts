@@ -3,9 +3,11 @@
  * statement, EXPORT_BATCH rows at a time) only as fast as the client reads the response (a pull-based
  * web ReadableStream), so memory stays at one batch however many rows the search matches.
  *
- * Cells are escaped by csv-stringify (RFC 4180 quoting). Cells that a spreadsheet would run as a formula
- * (starting with = + - @, tab or carriage return) are prefixed with a single quote: event ids, types,
- * actors and details come from senders and callers, and must not execute when the file is opened.
+ * Cells are escaped by csv-stringify (RFC 4180 quoting), and quoted too when they hold `;` or a tab. Event
+ * ids, types, actors and details come from senders and callers, and must not execute when the file is
+ * opened, even in a spreadsheet that splits lines on `;` or tabs (the list separator of many locales)
+ * and so ignores our quotes: a formula (= + - @) at the start of a cell, or after a separator or line
+ * break inside it, is prefixed with a single quote (csvCell).
  */
 import { stringify } from "csv-stringify/sync";
 import { query } from "../db/sql";
@@ -15,10 +17,30 @@ import type { AuditFilters, AuditRow } from "./schema";
 export const EXPORT_BATCH = 1000;
 export const CSV_COLUMNS = ["id", "at", "source", "event_id", "event_type", "kind", "actor", "detail"] as const;
 
-/** A cell as written: formula-looking text is defused with a leading single quote. */
+/** A formula trigger at the start of a cell (a leading tab or CR too: spreadsheets skip them). */
+const LEADING_FORMULA = /^[=+\-@\t\r]/;
+/** A formula trigger after something a spreadsheet may split a cell on (spaces between included). */
+const FORMULA_AFTER_SEPARATOR = /([;,\t\r\n|][ \t]*)(?=[=+\-@])/g;
+
+/**
+ * A cell as written: formula-looking text is defused with a single quote, at the start of the cell and
+ * after every `;`, `,`, `|`, tab or line break inside it (`abc;=1+1` → `abc;'=1+1`).
+ */
 export function csvCell(v: string | null): string {
   if (v === null) return "";
-  return /^[=+\-@\t\r]/.test(v) ? `'${v}` : v;
+  const inner = v.replace(FORMULA_AFTER_SEPARATOR, "$1'");
+  return LEADING_FORMULA.test(inner) ? `'${inner}` : inner;
+}
+
+/**
+ * csv-stringify quotes cells holding `,`, `"` or a line break (RFC 4180); cells holding `;` or a tab are
+ * quoted as well, so that a reader splitting on those keeps them whole.
+ */
+const CSV_OPTIONS = { quoted_match: /[;\t]/ };
+
+/** Records as CSV text (with the header line first when asked). */
+export function csvText(records: string[][], header: boolean): string {
+  return stringify(records, header ? { ...CSV_OPTIONS, header: true, columns: [...CSV_COLUMNS] } : CSV_OPTIONS);
 }
 
 export function csvRecord(r: AuditRow): string[] {
@@ -49,7 +71,7 @@ export async function exportAuditCsv(f: AuditFilters, o: ExportOptions = {}): Pr
       async pull(controller) {
         const rows: AuditRow[] = pending ?? [];
         pending = null;
-        const chunk = stringify(rows.map(csvRecord), header ? { header: true, columns: [...CSV_COLUMNS] } : {});
+        const chunk = csvText(rows.map(csvRecord), header);
         header = false;
         if (chunk) controller.enqueue(encoder.encode(chunk));
         if (rows.length < batchSize) {
