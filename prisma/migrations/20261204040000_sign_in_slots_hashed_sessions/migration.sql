@@ -31,13 +31,15 @@ BEGIN
     u_count := CASE WHEN u."attempts" = 0 OR u."window_started_at" < now() - win THEN 0 ELSE u."attempts" END;
     a_count := CASE WHEN a."attempts" = 0 OR a."window_started_at" < now() - win THEN 0 ELSE a."attempts" END;
 
+    -- now() is when this statement's transaction began, possibly before the one that set the lock (it
+    -- waited for that row): hence the wait is capped at lock_seconds.
     IF u."locked_until" > now() THEN
-        u_wait := ceil(extract(epoch FROM u."locked_until" - now()))::INTEGER;
+        u_wait := least(ceil(extract(epoch FROM u."locked_until" - now()))::INTEGER, lock_seconds);
     ELSIF u_count >= user_max THEN
         u_wait := lock_seconds;
     END IF;
     IF a."locked_until" > now() THEN
-        a_wait := ceil(extract(epoch FROM a."locked_until" - now()))::INTEGER;
+        a_wait := least(ceil(extract(epoch FROM a."locked_until" - now()))::INTEGER, lock_seconds);
     ELSIF a_count >= addr_max THEN
         a_wait := lock_seconds;
     END IF;
