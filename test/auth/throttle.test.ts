@@ -50,11 +50,22 @@ describe("reserving sign-in attempts", () => {
     for (let i = 0; i < THROTTLE.addrMaxAttempts; i++) expect((await reserveSignInAttempt(uniq("g"), address)).allowed).toBe(true);
     const username = uniq("bystander");
     for (let i = 0; i < 10; i++) expect(await reserveSignInAttempt(username, address)).toMatchObject({ allowed: false, scope: "addr" });
-    const [user] = await rowsOf(username, "-");
-    expect(user.attempts).toBe(0);
+    expect(await rowsOf(username, "-")).toEqual([]); // not even an empty row
     // The username still has all its slots from elsewhere.
     const elsewhere = await Promise.all(Array.from({ length: 8 }, () => reserveSignInAttempt(username, newAddress())));
     expect(allowed(elsewhere)).toHaveLength(5);
+  });
+
+  it("refusals from a locked address racing with attempts from elsewhere cannot hide a username's attempts", async () => {
+    const locked = newAddress();
+    for (let i = 0; i < THROTTLE.addrMaxAttempts; i++) await reserveSignInAttempt(uniq("g"), locked);
+    const username = uniq("raced");
+    // Refusals from the locked address create and drop the username's empty row while the others count.
+    const slots = await Promise.all(
+      Array.from({ length: 200 }, (_, i) => reserveSignInAttempt(username, i % 2 ? locked : newAddress())),
+    );
+    expect(allowed(slots)).toHaveLength(5);
+    expect(slots.filter((s, i) => i % 2 && s.allowed)).toEqual([]);
   });
 
   it("a success clears the username's count and gives the address its slot back", async () => {

@@ -21,11 +21,15 @@ DECLARE
     a_wait INTEGER := 0;
     win INTERVAL := make_interval(secs => window_seconds);
 BEGIN
-    INSERT INTO "sign_in_throttle" AS t ("scope", "key", "attempts")
-    VALUES ('user', p_user, 0), ('addr', p_addr, 0)
-    ON CONFLICT DO NOTHING;
-    SELECT * INTO u FROM "sign_in_throttle" t WHERE t."scope" = 'user' AND t."key" = p_user FOR UPDATE;
-    SELECT * INTO a FROM "sign_in_throttle" t WHERE t."scope" = 'addr' AND t."key" = p_addr FOR UPDATE;
+    -- Each row is created if missing and locked, and its newest version read, in one upsert (the no-op
+    -- update is what locks it; unlike INSERT … DO NOTHING then SELECT … FOR UPDATE, it cannot miss a row
+    -- that a concurrent refusal deletes in between).
+    INSERT INTO "sign_in_throttle" AS t ("scope", "key", "attempts") VALUES ('user', p_user, 0)
+    ON CONFLICT ("scope", "key") DO UPDATE SET "attempts" = t."attempts"
+    RETURNING * INTO u;
+    INSERT INTO "sign_in_throttle" AS t ("scope", "key", "attempts") VALUES ('addr', p_addr, 0)
+    ON CONFLICT ("scope", "key") DO UPDATE SET "attempts" = t."attempts"
+    RETURNING * INTO a;
 
     -- A window that has run out (or never started) counts from zero.
     u_count := CASE WHEN u."attempts" = 0 OR u."window_started_at" < now() - win THEN 0 ELSE u."attempts" END;
@@ -44,6 +48,10 @@ BEGIN
         a_wait := lock_seconds;
     END IF;
     IF u_wait > 0 OR a_wait > 0 THEN
+        -- A refused attempt counts nowhere: drop the empty row this call may have just created, so that
+        -- refused guesses at ever-new names or from ever-new addresses leave nothing behind.
+        DELETE FROM "sign_in_throttle" t
+        WHERE t."attempts" = 0 AND ((t."scope" = 'user' AND t."key" = p_user) OR (t."scope" = 'addr' AND t."key" = p_addr));
         RETURN QUERY SELECT false, CASE WHEN u_wait >= a_wait THEN 'user' ELSE 'addr' END, greatest(u_wait, a_wait, 1), false;
         RETURN;
     END IF;
