@@ -5,7 +5,8 @@
  *
  * Better Auth's own HTTP endpoints are not exposed wholesale: Keyward's routes call `auth.api.*`
  * server-side (sign-in, sign-out, session), and only the OIDC redirect endpoints are forwarded to its
- * handler (app/api/auth/[...all]). Sign-up is disabled: accounts are created by an admin.
+ * handler (app/api/auth/[...all]). Sign-up is disabled: accounts are created by an admin. The session
+ * table keeps only a hash of each session token (session-tokens.ts wraps Better Auth's adapter).
  */
 import { randomBytes } from "node:crypto";
 import type { betterAuth as BetterAuth, BetterAuthOptions } from "better-auth";
