@@ -19,6 +19,9 @@ const envSchema = z.object({
     .regex(/^postgres(ql)?:\/\//, "must be a postgresql:// URL")
     .optional()
     .or(z.literal("").transform(() => undefined)),
+  // Where migrations are applied, when that is not DATABASE_URL: behind a transaction-pooling PgBouncer,
+  // a direct URL of the same database (the migrator holds a session-level lock; docs/reliability.md).
+  KEYWARD_MIGRATE_DATABASE_URL: optionalString(z.string().regex(/^postgres(ql)?:\/\//, "must be a postgresql:// URL")),
   KEYWARD_DATA_DIR: z.string().min(1).default(".keyward"),
   KEYWARD_EMBEDDED_PORT: intFrom(0, 0, 65535),
   PORT: intFrom(3000, 0, 65535),
