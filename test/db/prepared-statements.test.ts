@@ -65,8 +65,8 @@ describe("KEYWARD_DB_PREPARED_STATEMENTS", () => {
   });
 
   it("refuses anything but on/off, naming the variable", () => {
-    expect(() => loadEnv({ KEYWARD_DB_PREPARED_STATEMENTS: "maybe" })).toThrow(ConfigError);
-    expect(() => loadEnv({ KEYWARD_DB_PREPARED_STATEMENTS: "maybe" })).toThrow(/KEYWARD_DB_PREPARED_STATEMENTS: must be "on" or "off"/);
-    expect(loadEnv({ KEYWARD_DB_PREPARED_STATEMENTS: "off" }).KEYWARD_DB_PREPARED_STATEMENTS).toBe("off");
+    expect(() => loadEnv({ ...process.env, KEYWARD_DB_PREPARED_STATEMENTS: "maybe" })).toThrow(ConfigError);
+    expect(() => loadEnv({ ...process.env, KEYWARD_DB_PREPARED_STATEMENTS: "maybe" })).toThrow(/KEYWARD_DB_PREPARED_STATEMENTS: must be "on" or "off"/);
+    expect(loadEnv({ ...process.env, KEYWARD_DB_PREPARED_STATEMENTS: "off" }).KEYWARD_DB_PREPARED_STATEMENTS).toBe("off");
   });
 });
