@@ -11,6 +11,12 @@
  *   stuck statement is bounded by the database's value, or not at all when it is 0).
  * - With KEYWARD_MIGRATE_DATABASE_URL set, the migrations went through another URL: the database served
  *   must then have them all, or the two URLs name different databases.
+ * - Without it, the migrations went through DATABASE_URL. Prisma's migrator takes a session-level
+ *   advisory lock and leaves releasing it to the end of its session; through a transaction-mode pooler the
+ *   server session outlives the migrator, and the lock stays behind on it, where the next migration (the
+ *   next `keyward start` or CLI command) would wait for it forever. A lock still held afterwards by an
+ *   idle session (or by the very session this check runs on: Keyward holds no session lock of its own)
+ *   is reported as a warning naming KEYWARD_MIGRATE_DATABASE_URL.
  */
 import { readdir } from "node:fs/promises";
 import { loadEnv } from "../config/env";
@@ -18,6 +24,9 @@ import { pool } from "./client";
 import { MIGRATIONS_DIR } from "./migrate";
 
 export class SessionCheckError extends Error {}
+
+/** The key of the session-level advisory lock Prisma's migrator takes (its schema engine's constant). */
+export const MIGRATOR_LOCK_KEY = 72707369;
 
 /** The fix for a pooler that refuses a startup parameter, for messages and docs. */
 export function startupParameterAdvice(parameter: string, timeoutMs: number): string {
@@ -52,6 +61,13 @@ export async function checkDatabaseSession(o: { migratedElsewhere?: boolean } = 
         `Set it where the pooler's sessions inherit it: ALTER ROLE <user> SET statement_timeout = '${wanted}ms' (docs/reliability.md)`,
     );
   }
+  if (!o.migratedElsewhere && (await migratorLockLeftBehind())) {
+    warnings.push(
+      `the migrator's session lock (pg_advisory_lock(${MIGRATOR_LOCK_KEY})) is still held by an idle database session after ` +
+        "migrating: DATABASE_URL looks like a transaction-mode pooler (PgBouncer), where the next migration would wait for it " +
+        "forever. Set KEYWARD_MIGRATE_DATABASE_URL to a direct URL of the same database (docs/reliability.md)",
+    );
+  }
   if (o.migratedElsewhere) {
     const newest = (await readdir(MIGRATIONS_DIR, { withFileTypes: true })).filter((e) => e.isDirectory()).map((e) => e.name).sort().at(-1);
     const applied = await pool()
@@ -71,4 +87,25 @@ export async function checkDatabaseSession(o: { migratedElsewhere?: boolean } = 
     }
   }
   return warnings;
+}
+
+/**
+ * True if the migrator's lock is still held, after a second look a second later (a direct connection's
+ * backend may take a moment to exit; a concurrent migrator on another instance would be done by then).
+ */
+async function migratorLockLeftBehind(): Promise<boolean> {
+  const held = async () => {
+    const { rows } = await pool().query<{ held: boolean }>(
+      `SELECT EXISTS (
+         SELECT 1 FROM pg_locks l LEFT JOIN pg_stat_activity a ON a.pid = l.pid
+         WHERE l.locktype = 'advisory' AND l.classid = 0 AND l.objid = $1 AND l.objsubid = 1 AND l.granted
+           AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
+           AND (l.pid = pg_backend_pid() OR a.state = 'idle')) AS held`,
+      [MIGRATOR_LOCK_KEY],
+    );
+    return rows[0].held;
+  };
+  if (!(await held())) return false;
+  await new Promise((resolve) => setTimeout(resolve, 1000));
+  return held();
 }

@@ -17,7 +17,7 @@ import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { claimEvent } from "../../lib/claims/claim";
 import { closeDb, pool } from "../../lib/db/client";
 import { migrate } from "../../lib/db/migrate";
-import { checkDatabaseSession } from "../../lib/db/session-check";
+import { checkDatabaseSession, MIGRATOR_LOCK_KEY } from "../../lib/db/session-check";
 import { forgetNamedStatementsSetting } from "../../lib/db/sql";
 import { takeSample } from "../../lib/metrics/sampler";
 import { call } from "../setup/auth";
@@ -36,8 +36,6 @@ if (!pgbouncerInstalled()) throw new Error("pgbouncer is not installed: `apt-get
 
 const db = usePrivateDatabase();
 const STATEMENT_TIMEOUT_MS = 2000;
-/** Prisma's migrator takes pg_advisory_lock(72707369) on its session and never gives it back itself. */
-const MIGRATOR_LOCK = 72707369;
 
 let bouncer: PgBouncer;
 const spawned: Server[] = [];
@@ -73,7 +71,7 @@ const migratorLocks = async () =>
     await direct<{ n: number }>(
       `SELECT count(*)::int AS n FROM pg_locks
        WHERE locktype = 'advisory' AND objid = $1 AND database = (SELECT oid FROM pg_database WHERE datname = current_database())`,
-      [MIGRATOR_LOCK],
+      [MIGRATOR_LOCK_KEY], // Prisma's migrator takes it on its session and never gives it back itself
     )
   )[0].n;
 
@@ -145,6 +143,7 @@ describe("deployment behind PgBouncer (transaction pooling, 4 server connections
       const out = server.output();
       expect(out).toContain("(KEYWARD_MIGRATE_DATABASE_URL)");
       expect(out).not.toContain("warning: statement_timeout");
+      expect(out).not.toContain("the migrator's session lock");
     }
     expect(await migratorLocks()).toBe(0);
     const pools = (await bouncer.admin<{ database: string; pool_mode: string }>("SHOW POOLS")).filter((r) => r.database === dbName());
@@ -160,34 +159,44 @@ describe("deployment behind PgBouncer (transaction pooling, 4 server connections
     expect(performance.now() - started).toBeLessThan(STATEMENT_TIMEOUT_MS + 3000);
   });
 
-  it("start-up's session check: a pooler refusing the startup parameter names the fix; a dropped one is a warning", async () => {
+  it("start-up's session check: a pooler refusing the startup parameter names the fix; a dropped one and a migration through the pooler are warnings", async () => {
     // A PgBouncer as installed, without ignore_startup_parameters for statement_timeout.
     const strict = await startPgBouncer({ serverUrl: directUrl(), poolSize: 2, settings: { ignore_startup_parameters: "extra_float_digits" } });
     try {
       await useThisProcessThrough(strict.through(directUrl()), "off");
       await expect(checkDatabaseSession()).rejects.toThrow(/refuses the startup parameter statement_timeout: add `ignore_startup_parameters = statement_timeout`/);
-
-      // Why migrations go around the pooler: through it, the migrator's session lock stays behind on a
-      // pooled server session after the migrator has finished (a later migration would wait for it).
-      await migrate(strict.through(directUrl()));
-      expect(await migratorLocks()).toBe(1);
     } finally {
       await strict.stop();
     }
+
+    // Why migrations go around the pooler: through it, the migrator's session lock stays behind on a
+    // pooled server session after the migrator has finished (a later migration would wait for it), and
+    // start-up's check says so.
+    const another = await startPgBouncer({ serverUrl: directUrl(), poolSize: 2 });
+    try {
+      await migrate(another.through(directUrl()));
+      expect(await migratorLocks()).toBe(1);
+      await useThisProcessThrough(another.through(directUrl()), "off");
+      const warnings = await checkDatabaseSession();
+      expect(warnings.join("\n")).toMatch(/the migrator's session lock .* is still held by an idle database session after migrating: .* Set KEYWARD_MIGRATE_DATABASE_URL/);
+    } finally {
+      await closeDb();
+      await another.stop();
+    }
+    // Its server sessions are closed: the lock went with them.
+    await vi.waitFor(async () => expect(await migratorLocks()).toBe(0), { timeout: 5000 });
     await useThisProcessThrough(bouncer.through(directUrl()), "off");
     const previous = process.env.KEYWARD_DB_STATEMENT_TIMEOUT_MS;
     process.env.KEYWARD_DB_STATEMENT_TIMEOUT_MS = "4000";
     try {
       const warnings = await checkDatabaseSession();
-      expect(warnings).toHaveLength(1);
+      expect(warnings).toHaveLength(1); // the timeout; no migrator lock is left (the servers migrated directly)
       expect(warnings[0]).toMatch(/statement_timeout on the database sessions is 2000 ms, not KEYWARD_DB_STATEMENT_TIMEOUT_MS=4000/);
       expect(warnings[0]).toContain("ALTER ROLE <user> SET statement_timeout = '4000ms'");
     } finally {
       if (previous === undefined) delete process.env.KEYWARD_DB_STATEMENT_TIMEOUT_MS;
       else process.env.KEYWARD_DB_STATEMENT_TIMEOUT_MS = previous;
     }
-    // The strict PgBouncer's server sessions are closed: the lock went with them.
-    await vi.waitFor(async () => expect(await migratorLocks()).toBe(0), { timeout: 5000 });
   });
 
   it("control: the setup multiplexes, so named prepared statements through it fail (why KEYWARD_DB_PREPARED_STATEMENTS=off)", async () => {
