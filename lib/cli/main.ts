@@ -5,7 +5,7 @@
  */
 import { Command, InvalidArgumentError } from "commander";
 import { KeywardError } from "../errors";
-import { openDatabase } from "../db/open";
+import { migrationTarget, openDatabase } from "../db/open";
 import { migrate } from "../db/migrate";
 import { closeDb } from "../db/client";
 import { parseDuration, formatDuration } from "../sources/duration";
@@ -33,7 +33,7 @@ const program = new Command()
 async function withDatabase(work: () => Promise<void>): Promise<void> {
   const database = await openDatabase();
   try {
-    await migrate(database.url);
+    await migrate(migrationTarget(database).url);
     await work();
   } finally {
     await closeDb();
@@ -76,8 +76,9 @@ program
   .action(async () => {
     const database = await openDatabase();
     try {
-      console.log(`database: ${database.description}`);
-      const applied = await migrate(database.url);
+      const target = migrationTarget(database);
+      console.log(`database: ${target.description}`);
+      const applied = await migrate(target.url);
       console.log(applied.length ? `applied: ${applied.join(", ")}` : "schema is up to date; nothing to apply");
       const created = await ensureAuditPartitions();
       if (created > 0) console.log(`created ${created} monthly audit partition(s) ahead`);

@@ -19,6 +19,9 @@ const envSchema = z.object({
     .regex(/^postgres(ql)?:\/\//, "must be a postgresql:// URL")
     .optional()
     .or(z.literal("").transform(() => undefined)),
+  // Where migrations are applied, when that is not DATABASE_URL: behind a transaction-pooling PgBouncer,
+  // a direct URL of the same database (the migrator holds a session-level lock; docs/reliability.md).
+  KEYWARD_MIGRATE_DATABASE_URL: optionalString(z.string().regex(/^postgres(ql)?:\/\//, "must be a postgresql:// URL")),
   KEYWARD_DATA_DIR: z.string().min(1).default(".keyward"),
   KEYWARD_EMBEDDED_PORT: intFrom(0, 0, 65535),
   PORT: intFrom(3000, 0, 65535),
@@ -32,6 +35,10 @@ const envSchema = z.object({
   KEYWARD_DB_POOL_MAX: intFrom(10, 1, 200),
   KEYWARD_DB_CONNECT_TIMEOUT_MS: intFrom(3000, 100, 60000),
   KEYWARD_DB_STATEMENT_TIMEOUT_MS: intFrom(5000, 100, 600000),
+  // Named (server-side) prepared statements for the hot statements (lib/db/sql.ts): parsed and planned once
+  // per connection. Turn off behind a pooler that cannot keep them (PgBouncer < 1.21 in transaction mode,
+  // or ≥ 1.21 without max_prepared_statements). Always off on the embedded database (lib/db/open.ts).
+  KEYWARD_DB_PREPARED_STATEMENTS: z.enum(["on", "off"], { error: 'must be "on" or "off"' }).default("on"),
   // Idle connections are kept 5 minutes: a reopened connection costs ~12 ms plus a slow first claim.
   KEYWARD_DB_IDLE_TIMEOUT_MS: intFrom(300000, 0, 86400000),
   // Pruning expired dedup keys (lib/retention/prune.ts): rows per batch (one short transaction each),

@@ -5,6 +5,7 @@
  * "the database is unreachable or too slow" into a 503 KeywardError.
  */
 import type pg from "pg";
+import { loadEnv } from "../config/env";
 import { KeywardError } from "../errors";
 import { pool } from "./client";
 
@@ -34,9 +35,26 @@ export function toUnavailable(err: unknown): KeywardError {
 /**
  * A statement run often enough to keep prepared: parsed and planned once per connection instead of on
  * every call (the claim statement spends as long in planning as in execution). Named statements need a
- * session-mode pooler, or PgBouncer ≥ 1.21 with max_prepared_statements, in front of PostgreSQL.
+ * session-mode pooler, or PgBouncer ≥ 1.21 with max_prepared_statements, in front of PostgreSQL; with
+ * KEYWARD_DB_PREPARED_STATEMENTS=off (always so on the embedded database) the same text is sent as an
+ * unnamed statement instead, and nothing outlives the statement on the server.
  */
 export type PreparedSql = { name: string; text: string };
+
+const settings = globalThis as unknown as { __keywardNamedStatements?: boolean };
+
+/**
+ * Whether PreparedSql goes out as a named statement. Read once per process (on globalThis: Next's route
+ * bundles are separate module instances) after openDatabase has settled it; forgetNamedStatementsSetting
+ * makes the next statement read it again.
+ */
+export function namedStatements(): boolean {
+  return (settings.__keywardNamedStatements ??= loadEnv().KEYWARD_DB_PREPARED_STATEMENTS === "on");
+}
+
+export function forgetNamedStatementsSetting(): void {
+  settings.__keywardNamedStatements = undefined;
+}
 
 export async function query<Row extends object>(
   sql: string | PreparedSql,
@@ -52,7 +70,9 @@ export async function execute(sql: string | PreparedSql, values: unknown[] = [],
 }
 
 async function run<Row extends object>(sql: string | PreparedSql, values: unknown[], on: Queryable): Promise<pg.QueryResult<Row>> {
-  const config = typeof sql === "string" ? { text: sql, values } : { ...sql, values };
+  // The one place a statement name reaches the driver: off, every statement is unnamed, so no
+  // connection carries prepared statements a pooler or the embedded database's shared session could mix up.
+  const config = typeof sql === "string" || !namedStatements() ? { text: typeof sql === "string" ? sql : sql.text, values } : { ...sql, values };
   for (let attempt = 1; ; attempt++) {
     try {
       return await on.query<Row>(config);

@@ -32,7 +32,7 @@ export const ALIVE_COUNT_CAP = 100_000;
 export const SAMPLES_KEPT_DAYS = 30;
 /** Old samples deleted per run at most (one a minute accrues; this catches up after downtime). */
 const PRUNE_BATCH = 10_000;
-/** The advisory lock key of the sampler ("kwsample" as a bigint); pruning uses another. */
+/** The advisory lock key of the sampler ("kwsample" as a bigint), taken per transaction. */
 export const SAMPLER_LOCK_KEY = "7743784946571963493";
 
 export type SampleOptions = {

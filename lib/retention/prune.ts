@@ -18,16 +18,20 @@
  * every day) in the batches above. The run is recorded with mode 'partition', partitions_dropped and, as
  * rows, the dropped partitions' row counts (reltuples estimates) plus the keys deleted in batches.
  *
- * One pruner at a time across all instances: the run holds a session-level advisory lock on one pool
- * connection for its whole length; a run that cannot take it returns `{ skipped }` at once and is not
- * recorded (with several instances on one schedule that would be a row per instance per minute).
- * Every run that takes the lock is one row of `prune_runs` (kept 30 days).
+ * One pruner at a time across all instances and processes: the run holds the `prune` lease
+ * (lib/db/lease.ts, a row of job_leases renewed while it runs, lapsing PRUNE_LEASE_SECONDS after a dead
+ * holder's last renewal); a run that cannot take it returns `{ skipped }` at once and is not recorded
+ * (with several instances on one schedule that would be a row per instance per minute). No session
+ * state is involved: it holds behind a transaction-mode pooler and on the embedded database. Every run
+ * that takes the lease is one row of `prune_runs` (kept 30 days).
  */
+import type pg from "pg";
 import { loadEnv } from "../config/env";
 import { recordAction } from "../audit/actions";
 import { actorOf, type Principal } from "../auth/principal";
 import { pool, prisma } from "../db/client";
-import { execute, isUnavailable, query, toUnavailable, type PreparedSql, type Queryable } from "../db/sql";
+import { withLease, type HeldLease } from "../db/lease";
+import { execute, query, type PreparedSql, type Queryable } from "../db/sql";
 import {
   PRUNE_SKIPPED,
   rowsPerSecond,
@@ -63,8 +67,13 @@ export const PRUNE_DEFAULT_BATCH_SQL: PreparedSql = {
   text: PRUNE_BATCH_SQL.text.replaceAll("dedup_keys", "dedup_keys_default"),
 };
 
-/** The advisory lock key of pruning ("keyprune" as a bigint); other jobs use other keys. */
-export const PRUNE_LOCK_KEY = "7738725058569662053";
+/** The lease pruning holds while it runs (job_leases.name). */
+export const PRUNE_LEASE = "prune";
+/**
+ * How long the lease lasts without renewal; renewed every third of it while the run goes on. A killed
+ * pruner blocks the next run for at most this long.
+ */
+export const PRUNE_LEASE_SECONDS = 60;
 
 /** How long the run log keeps its rows. */
 export const PRUNE_RUNS_KEPT_DAYS = 30;
@@ -83,54 +92,22 @@ export type PruneOptions = {
   signal?: AbortSignal;
   /** Called after every batch that deleted something, with how many keys it deleted. */
   onBatch?: (deleted: number) => void;
+  /** The pool to run on (default the shared one). */
+  on?: pg.Pool;
 };
 
-const globalPrune = globalThis as unknown as { __keywardPruneRunning?: boolean };
-
 /**
- * Runs one bounded pruning run now. Resolves with the run's record, or `{ skipped }` when another run
- * holds the lock. A run that fails is recorded (`stopped: "error"`) and its error is thrown.
+ * Runs one bounded pruning run now. Resolves with the run's record, or `{ skipped }` when another run (in
+ * this or any other process) holds the lease. A run that fails is recorded (`stopped: "error"`) and its
+ * error is thrown.
  */
 export async function pruneExpiredKeys(options: PruneOptions): Promise<PruneOutcome> {
-  // The advisory lock already excludes other processes. This flag excludes this one's own concurrent
-  // runs even where one database session serves every connection (the embedded PGlite), and is on
-  // globalThis because Next's route bundles and the server's own modules are separate module instances.
-  if (globalPrune.__keywardPruneRunning) return { skipped: PRUNE_SKIPPED };
-  globalPrune.__keywardPruneRunning = true;
-  try {
-    return await pruneWithLock(options);
-  } finally {
-    globalPrune.__keywardPruneRunning = false;
-  }
+  const on = options.on ?? pool();
+  const held = await withLease(PRUNE_LEASE, PRUNE_LEASE_SECONDS, (lease) => runBatches(on, options, lease), { on });
+  return held.held ? { run: held.value } : { skipped: PRUNE_SKIPPED };
 }
 
-async function pruneWithLock(options: PruneOptions): Promise<PruneOutcome> {
-  let client;
-  try {
-    client = await pool().connect();
-  } catch (err) {
-    throw isUnavailable(err) ? toUnavailable(err) : err;
-  }
-  let broken = false;
-  try {
-    const [{ locked }] = await query<{ locked: boolean }>("SELECT pg_try_advisory_lock($1::bigint) AS locked", [PRUNE_LOCK_KEY], client);
-    if (!locked) return { skipped: PRUNE_SKIPPED };
-    try {
-      return { run: await runBatches(client, options) };
-    } finally {
-      // A session lock outlives the statement: give it back before the connection returns to the pool.
-      // If that fails the connection is destroyed below, which releases the lock with the session.
-      await query("SELECT pg_advisory_unlock($1::bigint)", [PRUNE_LOCK_KEY], client).catch(() => (broken = true));
-    }
-  } catch (err) {
-    broken = true;
-    throw err;
-  } finally {
-    client.release(broken);
-  }
-}
-
-async function runBatches(client: Queryable, options: PruneOptions): Promise<PruneRunRecord> {
+async function runBatches(client: Queryable, options: PruneOptions, lease: HeldLease): Promise<PruneRunRecord> {
   const env = loadEnv();
   const budgetMs = options.budgetMs ?? env.KEYWARD_PRUNE_BUDGET_MS;
   const mode = await readDedupMode(client);
@@ -157,32 +134,34 @@ async function runBatches(client: Queryable, options: PruneOptions): Promise<Pru
       const drop = await dropExpiredDedupPartitions(client, { stopAt: start + budgetMs });
       tally.partitionsDropped = drop.dropped.length;
       tally.rows += drop.rows;
-      stopped = await batchLoop(client, PRUNE_DEFAULT_BATCH_SQL, options, start, tally);
+      stopped = await batchLoop(client, PRUNE_DEFAULT_BATCH_SQL, options, lease, start, tally);
       if (drop.busy && stopped === "drained") stopped = "lock_timeout";
     } else {
-      stopped = await batchLoop(client, PRUNE_BATCH_SQL, options, start, tally);
+      stopped = await batchLoop(client, PRUNE_BATCH_SQL, options, lease, start, tally);
     }
   } catch (err) {
     stopped = "error";
     failure = err;
   }
   const error = failure === undefined ? null : (failure as Error).message ?? String(failure);
-  // After a failure the dedicated connection may be gone: finish the record on a pool connection.
-  const finished = await finishRun(id, { ...tally, stopped: stopped!, error }, failure === undefined ? client : pool()).catch(
-    (err: unknown) => {
-      if (failure === undefined) throw err;
-      return undefined; // the database is unreachable: the run's own error is the one to report
-    },
-  );
+  const finished = await finishRun(id, { ...tally, stopped: stopped!, error }, client).catch((err: unknown) => {
+    if (failure === undefined) throw err;
+    return undefined; // the database is unreachable: the run's own error is the one to report
+  });
   if (failure !== undefined) throw failure;
   return finished!;
 }
 
-/** Deletes expired keys in batches of `statement` until one comes back short, the budget is spent, or abort. */
+/**
+ * Deletes expired keys in batches of `statement` until one comes back short, the budget is spent, or
+ * abort. A lost lease (another run took it after this one failed to renew in time) ends the run as an
+ * error before its next batch.
+ */
 async function batchLoop(
   client: Queryable,
   statement: PreparedSql,
   options: PruneOptions,
+  lease: HeldLease,
   start: number,
   tally: { batches: number; rows: number },
 ): Promise<PruneStop> {
@@ -191,6 +170,7 @@ async function batchLoop(
   const pauseMs = options.pauseMs ?? env.KEYWARD_PRUNE_PAUSE_MS;
   const budgetMs = options.budgetMs ?? env.KEYWARD_PRUNE_BUDGET_MS;
   for (;;) {
+    if (lease.lost.aborted) throw lease.lost.reason;
     const deleted = await execute(statement, [batchSize], client);
     if (deleted > 0) {
       tally.batches++;
@@ -287,7 +267,7 @@ export async function listPruneRuns(limit: number): Promise<PruneRunRecord[]> {
 
 /**
  * "Prune now" by a person, an API key or the CLI: one run, recorded in the operator action log as
- * `prune.run` (after: rows and batches; refused when another run held the lock; failed with the reason).
+ * `prune.run` (after: rows and batches; refused when another run held the lease; failed with the reason).
  */
 export async function pruneNow(
   principal: Principal,

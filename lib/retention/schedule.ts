@@ -2,8 +2,8 @@
  * The pruning schedule inside `keyward start`: one bounded run (prune.ts) every
  * KEYWARD_PRUNE_INTERVAL_SECONDS (default 60; 0 turns it off, e.g. when an external scheduler calls
  * POST /api/v1/maintenance/prune/external instead). The next run is timed from the end of the previous
- * one, so runs of one process never overlap; across instances the advisory lock lets one run and the
- * others skip. A failed run is logged and retried at the next tick; it never stops the server. After each
+ * one, so runs of one process never overlap; across instances and processes the prune lease
+ * (lib/db/lease.ts) lets one run and the others skip. A failed run is logged and retried at the next tick; it never stops the server. After each
  * run, settled dead letters past their retention are pruned too (lib/deadletters/prune.ts, bounded).
  */
 import os from "node:os";

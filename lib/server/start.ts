@@ -7,7 +7,8 @@ import http from "node:http";
 import { randomBytes } from "node:crypto";
 import next from "next";
 import { loadEnv, type KeywardEnv } from "../config/env";
-import { openDatabase } from "../db/open";
+import { migrationTarget, openDatabase } from "../db/open";
+import { checkDatabaseSession } from "../db/session-check";
 import { migrate } from "../db/migrate";
 import { closeDb } from "../db/client";
 import { query } from "../db/sql";
@@ -26,11 +27,16 @@ export async function startServer(options: { build?: boolean } = {}): Promise<vo
   ensureGeneratedClient();
   if (options.build !== false) buildIfNeeded();
 
+  const external = Boolean(env.DATABASE_URL); // the embedded database is one session: nothing to check there
   const database = await openDatabase();
   console.log(`[keyward] database: ${database.description}`);
   try {
-    const applied = await migrate(database.url);
+    const target = migrationTarget(database);
+    if (target.url !== database.url) console.log(`[keyward] migrations: ${target.description}`);
+    const applied = await migrate(target.url);
     console.log(applied.length ? `[keyward] applied migrations: ${applied.join(", ")}` : "[keyward] database schema is up to date");
+    const warnings = external ? await checkDatabaseSession({ migratedElsewhere: target.url !== database.url }) : [];
+    for (const warning of warnings) console.warn(`[keyward] warning: ${warning}`);
     await ensureAuditPartitions();
     const dedup = await applyDedupModeSetting();
     if (dedup) console.log(`[keyward] ${dedup}`);

@@ -3,7 +3,7 @@
  *
  * 1. Throughput. A backlog of expired keys (BENCH_PRUNE_BACKLOG, 200k) is pruned by (a) a raw pg loop
  *    running PRUNE_BATCH_SQL, the library's exact statement, at the same batch size, until a batch comes
- *    back short; by (b) the library's `pruneExpiredKeys` with no pause (its advisory lock, run record
+ *    back short; by (b) the library's `pruneExpiredKeys` with no pause (its lease, run record
  *    and all); and by two other statement shapes for the same batch, to show why the library uses the
  *    one it does. The backlog is refilled before every run (VACUUM first, CHECKPOINT after, so every run
  *    starts from the same state); runs go (a), X, (a), Y, (a) …, and each run of (b) or a shape is
@@ -311,7 +311,7 @@ the middle half in brackets. (a) is a plain \`pg\` loop over \`PRUNE_BATCH_SQL\`
 lib/retention/prune.ts on a connection taken from the library's own pool, the very backend the
 library's runs use, so that the comparison is of the code and not of two backends; (b) is
 \`pruneExpiredKeys\` with \`pauseMs: 0\`, timed from the call to its answer: the pool connection, the
-advisory lock, the \`prune_runs\` row, the batches, the record's completion, the lock's release. The
+lease, the \`prune_runs\` row, the batches, the record's completion, the lease's release. The
 control is (a) on a client of its own: it shows what merely changing backends does to a ratio on this
 shared machine (a backend that has just worked runs faster than one that sat idle). The last two rows
 are the same batch written as a join on ctid and as an \`IN\` on the primary key, on (a)'s connection.

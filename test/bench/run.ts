@@ -20,10 +20,11 @@
  *
  * Knobs (environment): BENCH_CYCLES (6), BENCH_SLICE_MS (250 for single claims; batches of 100 get
  * 1.5×, of 1000 3×, so that long requests still complete a few times), BENCH_WARM_MS (200),
- * BENCH_OUT (docs/benchmarks.md; "-" to skip writing), BENCH_PARTS ("claims,prune,partitions,audit,replay";
+ * BENCH_OUT (docs/benchmarks.md; "-" to skip writing), BENCH_PARTS ("claims,prune,partitions,audit,replay,pooler";
  * the parts not run keep their section of the existing report), prune.ts's BENCH_PRUNE_* knobs,
  * partitions.ts's (partition mode: dropping a day, claims partitioned vs not, claims with 10M live keys),
- * audit.ts's BENCH_AUDIT_ROWS (10M) and BENCH_AUDIT_LOOKUPS (500), replay.ts's BENCH_REPLAY_SECONDS.
+ * audit.ts's BENCH_AUDIT_ROWS (10M) and BENCH_AUDIT_LOOKUPS (500), replay.ts's BENCH_REPLAY_SECONDS,
+ * pooler.ts's BENCH_POOLER_CYCLES and BENCH_POOLER_SLICE_MS (prepared statements on/off, and PgBouncer).
  */
 import { execSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
@@ -48,6 +49,7 @@ import { benchPruning, pruneMarkdown, pruneText, spliceSection, PRUNE_END, PRUNE
 import { benchPartitions, partitionsMarkdown, partitionsText, PARTITIONS_END, PARTITIONS_START } from "./partitions";
 import { auditMarkdown, auditText, benchAudit, AUDIT_END, AUDIT_START } from "./audit";
 import { benchReplay, replayMarkdown, replayText, REPLAY_END, REPLAY_START } from "./replay";
+import { benchPooler, poolerMarkdown, poolerText, POOLER_END, POOLER_START } from "./pooler";
 import { existsSync, readFileSync } from "node:fs";
 
 import { cliPrincipal } from "../../lib/auth/principal";
@@ -68,7 +70,7 @@ const OUT = process.env.BENCH_OUT ?? path.join(ROOT, "docs", "benchmarks.md");
 const CONCURRENCY = [1, 8];
 const BATCH_SIZES = [100, 1000];
 const DUPLICATE_POOL = 20_000;
-const ALL_PARTS = ["claims", "prune", "partitions", "audit", "replay"];
+const ALL_PARTS = ["claims", "prune", "partitions", "audit", "replay", "pooler"];
 const PARTS = new Set((process.env.BENCH_PARTS ?? ALL_PARTS.join(",")).split(",").map((p) => p.trim()));
 for (const p of PARTS) if (!ALL_PARTS.includes(p)) throw new Error(`BENCH_PARTS: unknown part "${p}" (${ALL_PARTS.join(", ")})`);
 
@@ -235,6 +237,7 @@ async function main(): Promise<void> {
       [PARTITIONS_START, PARTITIONS_END],
       [AUDIT_START, AUDIT_END],
       [REPLAY_START, REPLAY_END],
+      [POOLER_START, POOLER_END],
     ]) {
       const i = previous.indexOf(start);
       const j = previous.indexOf(end);
@@ -266,6 +269,13 @@ async function main(): Promise<void> {
     replay.when = `${replay.when}, commit ${commitOf()}`;
     console.log(`\n${replayText(replay)}`);
     doc = spliceSection(doc, replayMarkdown(replay), REPLAY_START, REPLAY_END);
+  }
+  if (PARTS.has("pooler")) {
+    const pooler = await benchPooler(databaseUrl, source.name, poolMax, log, cleanups);
+    if (pooler) {
+      console.log(`\n${poolerText(pooler)}`);
+      doc = spliceSection(doc, poolerMarkdown(pooler, when()), POOLER_START, POOLER_END);
+    }
   }
   if (OUT !== "-") {
     writeFileSync(OUT, doc);

@@ -6,7 +6,8 @@
  */
 import pg from "pg";
 import { describe, expect, it } from "vitest";
-import { PRUNE_LOCK_KEY, pruneExpiredKeys, listPruneRuns } from "../../lib/retention/prune";
+import { PRUNE_LEASE, PRUNE_LEASE_SECONDS, pruneExpiredKeys, listPruneRuns } from "../../lib/retention/prune";
+import { releaseLease, takeLease } from "../../lib/db/lease";
 import { rowsPerSecond, type PruneOutcome, type PruneRunRecord } from "../../lib/retention/prune-schema";
 import { claimEvent } from "../../lib/claims/claim";
 import { closeDb } from "../../lib/db/client";
@@ -144,34 +145,69 @@ describe("pruneExpiredKeys", () => {
     expect(runsAfter).toBe(runsBefore + 1);
   });
 
-  it("across processes: while another session holds the pruning lock, a run is skipped and deletes nothing", async () => {
+  it("across processes: while another holder has the pruning lease, a run is skipped and deletes nothing", async () => {
     const source = await makeSource();
     await insertKeys(source, 300, "now() - interval '1 hour'");
+    // Another process: its own connection, its own holder name.
     const other = new pg.Client({ connectionString: db.url() });
     await other.connect();
     try {
-      await other.query("SELECT pg_advisory_lock($1::bigint)", [PRUNE_LOCK_KEY]);
+      expect(await takeLease(PRUNE_LEASE, "other-host:4242:abcd", PRUNE_LEASE_SECONDS, other)).toBe(true);
       const [{ n: runsBefore }] = await sql<{ n: number }>("SELECT count(*) AS n FROM prune_runs");
       const t0 = performance.now();
       expect(await pruneExpiredKeys({ trigger: "schedule" })).toEqual({ skipped: "another prune is running" });
-      expect(performance.now() - t0).toBeLessThan(2000); // returns at once, never waits for the lock
+      expect(performance.now() - t0).toBeLessThan(2000); // returns at once, never waits for the lease
       expect(await countKeys(source)).toBe(300);
       const [{ n: runsAfter }] = await sql<{ n: number }>("SELECT count(*) AS n FROM prune_runs");
       expect(runsAfter).toBe(runsBefore);
 
-      await other.query("SELECT pg_advisory_unlock($1::bigint)", [PRUNE_LOCK_KEY]);
+      await releaseLease(PRUNE_LEASE, "other-host:4242:abcd", other);
       expect(ran(await pruneExpiredKeys({ trigger: "schedule", pauseMs: 0 })).rows).toBe(300);
+      // The run gave the lease back: another holder can take it at once.
+      expect(await takeLease(PRUNE_LEASE, "other-host:4242:efgh", PRUNE_LEASE_SECONDS, other)).toBe(true);
+      await releaseLease(PRUNE_LEASE, "other-host:4242:efgh", other);
     } finally {
       await other.end();
     }
-    // The run gave its session lock back: another session can take it.
-    const probe = new pg.Client({ connectionString: db.url() });
-    await probe.connect();
+  });
+
+  it("a dead holder's lease lapses: pruning is skipped until lease_until, then runs", async () => {
+    const source = await makeSource();
+    await insertKeys(source, 40, "now() - interval '1 hour'");
+    // A pruner that took a 1-second lease and died without releasing it.
+    expect(await takeLease(PRUNE_LEASE, "dead-host:1:dead", 1)).toBe(true);
+    expect(await pruneExpiredKeys({ trigger: "schedule", pauseMs: 0 })).toEqual({ skipped: "another prune is running" });
+    expect(await countKeys(source)).toBe(40);
+    await new Promise((r) => setTimeout(r, 1100));
+    expect(ran(await pruneExpiredKeys({ trigger: "schedule", pauseMs: 0 })).rows).toBe(40);
+    const [lease] = await sql("SELECT * FROM job_leases WHERE name = $1", [PRUNE_LEASE]);
+    expect(lease).toBeUndefined(); // released at the end of the run
+  });
+
+  it("runs from separate connection pools (as from separate processes) never overlap", async () => {
+    const source = await makeSource();
+    // Three more "processes", each with its own pool, racing the shared pool's run in every round.
+    const pools = Array.from({ length: 3 }, () => new pg.Pool({ connectionString: db.url(), max: 2 }));
     try {
-      const { rows } = await probe.query("SELECT pg_try_advisory_lock($1::bigint) AS locked", [PRUNE_LOCK_KEY]);
-      expect(rows[0].locked).toBe(true);
+      const runs: PruneRunRecord[] = [];
+      let skips = 0;
+      for (let round = 0; round < 5; round++) {
+        await insertKeys(source, 300, "now() - interval '1 hour'", `r${round}-`);
+        const outcomes = await Promise.all(
+          [undefined, ...pools].map((on) => pruneExpiredKeys({ trigger: "schedule", batchSize: 100, pauseMs: 50, on })),
+        );
+        for (const o of outcomes) if ("run" in o) runs.push(o.run);
+        skips += outcomes.filter((o) => "skipped" in o).length;
+        expect(outcomes.filter((o) => "run" in o)).toHaveLength(1); // they start together: exactly one runs
+      }
+      expect(skips).toBe(5 * 3);
+      expect(runs.reduce((n, r) => n + r.rows, 0)).toBe(5 * 300);
+      // Their recorded spans (database clock) never overlap.
+      runs.sort((a, b) => Date.parse(a.startedAt) - Date.parse(b.startedAt));
+      for (let i = 1; i < runs.length; i++) expect(Date.parse(runs[i].startedAt)).toBeGreaterThanOrEqual(Date.parse(runs[i - 1].finishedAt!));
+      expect(await countKeys(source)).toBe(0);
     } finally {
-      await probe.end();
+      await Promise.all(pools.map((p) => p.end()));
     }
   });
 
@@ -218,7 +254,7 @@ describe("pruneExpiredKeys", () => {
     expect(run.stopped).toBe("drained");
   });
 
-  it("a failing run is recorded with its error, reported to the caller, and gives the lock back", async () => {
+  it("a failing run is recorded with its error, reported to the caller, and gives the lease back", async () => {
     const source = await makeSource();
     await insertKeys(source, 100, "now() - interval '1 hour'");
     const original = process.env.KEYWARD_DB_STATEMENT_TIMEOUT_MS;
@@ -241,7 +277,7 @@ describe("pruneExpiredKeys", () => {
     expect(latest).toMatchObject({ trigger: "cli", actor: "test", stopped: "error", rows: 0, batches: 0 });
     expect(latest.error).toMatch(/database unavailable \(57014\)/);
     expect(latest.finishedAt).not.toBeNull();
-    // The lock went with the failed run: the next one runs.
+    // The failed run released the lease: the next one runs.
     expect(ran(await pruneExpiredKeys({ trigger: "cli", pauseMs: 0 })).rows).toBe(100);
   });
 

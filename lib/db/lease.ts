@@ -1,0 +1,94 @@
+/**
+ * Leases: "one holder at a time" for jobs that must not run twice at once across instances (pruning;
+ * any job can use its own name). A lease is a row of `job_leases` (name, holder, lease_until), taken,
+ * renewed and released by single statements on the DATABASE clock. Unlike a session-level advisory lock
+ * it needs no session state, so it holds through a transaction-mode pooler (PgBouncer) and on the
+ * embedded database, whose one shared session makes a session lock re-entrant for every connection.
+ *
+ * - Taking is one `INSERT … ON CONFLICT DO UPDATE … WHERE`: it succeeds if there is no row, the row's
+ *   lease has lapsed, or the row is already this holder's. Two takers at once: the second waits for the
+ *   first's row, re-reads it, finds it live and gets nothing. It never waits for a job to finish.
+ * - A holder renews while it works (`withLease` every third of the lease); a holder that dies stops
+ *   renewing and its lease lapses at lease_until, after which anyone may take it.
+ * - A holder that could not renew in time (a frozen process) may find the lease taken by another: its
+ *   `lost` signal fires, and the job must stop at its next safe point.
+ * - Releasing deletes the row if it is still this holder's.
+ */
+import { randomUUID } from "node:crypto";
+import os from "node:os";
+import { query, type Queryable } from "./sql";
+import { pool } from "./client";
+
+/** Who holds a lease: host, process and a per-run token, so two runs of one process are two holders. */
+export function leaseHolder(): string {
+  return `${os.hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
+}
+
+/** Takes lease `name` for `seconds` if it is free, lapsed, or already `holder`'s. True if `holder` now has it. */
+export async function takeLease(name: string, holder: string, seconds: number, on: Queryable = pool()): Promise<boolean> {
+  const rows = await query(
+    `INSERT INTO job_leases AS l (name, holder, lease_until) VALUES ($1, $2, now() + make_interval(secs => $3::float8))
+     ON CONFLICT (name) DO UPDATE SET holder = excluded.holder, lease_until = excluded.lease_until
+     WHERE l.lease_until <= now() OR l.holder = excluded.holder
+     RETURNING holder`,
+    [name, holder, seconds],
+    on,
+  );
+  return rows.length === 1;
+}
+
+/** Extends `holder`'s lease by `seconds` from now. False if another holder has taken it meanwhile (or it was released). */
+export async function renewLease(name: string, holder: string, seconds: number, on: Queryable = pool()): Promise<boolean> {
+  const rows = await query(
+    "UPDATE job_leases SET lease_until = now() + make_interval(secs => $3::float8) WHERE name = $1 AND holder = $2 RETURNING holder",
+    [name, holder, seconds],
+    on,
+  );
+  return rows.length === 1;
+}
+
+/** Gives the lease back if `holder` still has it. */
+export async function releaseLease(name: string, holder: string, on: Queryable = pool()): Promise<void> {
+  await query("DELETE FROM job_leases WHERE name = $1 AND holder = $2", [name, holder], on);
+}
+
+export type HeldLease = {
+  name: string;
+  holder: string;
+  /** Fires if a renewal finds the lease held by someone else: stop at the next safe point. */
+  lost: AbortSignal;
+};
+
+/**
+ * Runs `job` holding lease `name`: `{ held: false }` at once if another holder has it (the job does not
+ * run), else `{ held: true, value }`. Renews every `seconds / 3` while the job runs and releases at the
+ * end, also when the job throws. A renewal that fails on a database fault is retried at the next tick
+ * (the lease stays valid until lease_until); one that finds the lease taken fires `lost`.
+ */
+export async function withLease<T>(
+  name: string,
+  seconds: number,
+  job: (lease: HeldLease) => Promise<T>,
+  { holder = leaseHolder(), on = pool() }: { holder?: string; on?: Queryable } = {},
+): Promise<{ held: true; value: T } | { held: false }> {
+  if (!(await takeLease(name, holder, seconds, on))) return { held: false };
+  const lost = new AbortController();
+  let renewing: Promise<void> | undefined;
+  const timer = setInterval(() => {
+    if (renewing || lost.signal.aborted) return;
+    renewing = renewLease(name, holder, seconds, on)
+      .then((still) => {
+        if (!still) lost.abort(new Error(`the ${name} lease lapsed and was taken by another holder`));
+      })
+      .catch(() => {}) // unreachable database: the job's own statements report it; retry at the next tick
+      .finally(() => (renewing = undefined));
+  }, Math.max(100, (seconds * 1000) / 3));
+  timer.unref();
+  try {
+    return { held: true, value: await job({ name, holder, lost: lost.signal }) };
+  } finally {
+    clearInterval(timer);
+    await renewing;
+    await releaseLease(name, holder, on).catch(() => {}); // unreachable: the lease lapses on its own
+  }
+}
