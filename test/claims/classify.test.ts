@@ -14,6 +14,7 @@ function row(eventId: string, over: Partial<ClaimRow> = {}): ClaimRow {
     status: "done",
     claim_kind: "claimed",
     claimed_now: false,
+    is_repeat: false,
     claim_token: null,
     payload_hash: null,
     lease_expires_at: null,
