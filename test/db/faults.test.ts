@@ -10,7 +10,11 @@
  * with the same attemptId gets the claim back (`repeat`), anyone else gets `duplicate`.
  * Small timeouts keep it fast: connect 1 s, statement 1 s, so the bound is 3 s.
  */
+import { PrismaPg } from "@prisma/adapter-pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createPool } from "../../lib/db/client";
+import { PrismaClient } from "../../lib/db/generated/client";
+import { isUnavailable } from "../../lib/db/sql";
 import { makeSource, sql, uniq } from "../setup/db";
 import { makeApiKey } from "../setup/http";
 import { stopServer, type Server } from "../setup/server";
@@ -58,10 +62,19 @@ afterAll(async () => {
   await proxy?.close();
 });
 
-async function timed<T>(fn: () => Promise<T>): Promise<{ result: T; ms: number }> {
+/** The answer and how long it took; fails fast (instead of at the test's timeout) when none comes at all. */
+async function timed<T>(fn: () => Promise<T>, giveUpMs = BOUND_MS + 5000): Promise<{ result: T; ms: number }> {
   const started = performance.now();
-  const result = await fn();
-  return { result, ms: performance.now() - started };
+  let timer: NodeJS.Timeout | undefined;
+  const hang = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`no answer within ${giveUpMs} ms (the bound is ${BOUND_MS} ms)`)), giveUpMs);
+  });
+  try {
+    const result = await Promise.race([fn(), hang]);
+    return { result, ms: performance.now() - started };
+  } finally {
+    clearTimeout(timer);
+  }
 }
 
 /** What is wrong with an answer that should be a 503 (empty when it is right). */
@@ -236,6 +249,42 @@ describe("database faults through a TCP proxy", () => {
     for (const r of results) {
       const done = await call(baseUrl, "POST", "/api/v1/claims/complete", { key, body: { source, eventId: r.eventId, claimToken: r.claimToken } });
       expect(done.status, done.text).toBe(200);
+    }
+  }, 60_000);
+
+  it("a connection whose query got no answer is destroyed, never handed out again: pool.query, a checked-out client, a Prisma transaction", async () => {
+    const saved = process.env.KEYWARD_DB_STATEMENT_TIMEOUT_MS;
+    process.env.KEYWARD_DB_STATEMENT_TIMEOUT_MS = "300";
+    const pool = createPool(proxy.url(process.env.DATABASE_URL!));
+    if (saved === undefined) delete process.env.KEYWARD_DB_STATEMENT_TIMEOUT_MS;
+    else process.env.KEYWARD_DB_STATEMENT_TIMEOUT_MS = saved;
+    const prisma = new PrismaClient({ adapter: new PrismaPg(pool) });
+    const removed: unknown[] = [];
+    pool.on("remove", (c) => removed.push(c));
+    try {
+      const silent = async (marker: string, fn: () => Promise<unknown>) => {
+        proxy.blackholeAfter(marker);
+        const err = await timed(() => fn().then(() => null, (e: unknown) => e), 3000);
+        expect(isUnavailable(err.result), String(err.result)).toBe(true);
+        expect(err.ms).toBeLessThan(300 + 500 + 500);
+      };
+      const m1 = uniq("m");
+      await silent(m1, () => pool.query(`SELECT '${m1}'`));
+      const m2 = uniq("m");
+      const client = await pool.connect();
+      await silent(m2, () => client.query(`SELECT '${m2}'`));
+      client.release(); // without an error, as Prisma's adapter releases a transaction's connection
+      const m3 = uniq("m");
+      await silent(m3, () => prisma.$transaction((tx) => tx.$queryRawUnsafe(`SELECT '${m3}'`)));
+      await expect.poll(() => removed.length, { timeout: 3000 }).toBe(3);
+      // Healed: the pool answers on fresh connections, each answer its own.
+      proxy.setMode("forward");
+      const answers = await Promise.all(Array.from({ length: 8 }, (_, i) => pool.query<{ n: number }>("SELECT $1::int AS n", [i])));
+      expect(answers.map((a) => a.rows[0].n)).toEqual([0, 1, 2, 3, 4, 5, 6, 7]);
+    } finally {
+      proxy.setMode("forward");
+      await prisma.$disconnect();
+      await pool.end();
     }
   }, 60_000);
 
