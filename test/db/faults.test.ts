@@ -21,6 +21,7 @@ import { stopServer, type Server } from "../setup/server";
 import { call, signedInUser, startTestServer, type CallOptions, type HttpResult } from "../setup/auth";
 import { discoverApiRoutes, type ApiRoute } from "../setup/routes";
 import { startTcpProxy, type TcpProxy } from "../setup/tcp-proxy";
+import { launchChromium, signedInContext } from "../setup/browser";
 
 const CONNECT_TIMEOUT_MS = 1000;
 const STATEMENT_TIMEOUT_MS = 1000;
@@ -292,6 +293,37 @@ describe("database faults through a TCP proxy", () => {
       await pool.end();
     }
   }, 60_000);
+
+  it("the console in a browser: an open screen shows the 'database unreachable' banner, a page load shows that page, and it returns by itself once the database is back", async () => {
+    const browser = await launchChromium();
+    try {
+      const context = await signedInContext(browser, baseUrl);
+      const page = await context.newPage();
+      await page.goto(`${baseUrl}/`);
+      await page.getByRole("heading", { level: 1 }).first().waitFor();
+      proxy.setMode("refuse");
+      // The Overview polls every 10 s; its failing read (after react-query's retries) raises the banner.
+      const banner = page.getByTestId("database-unreachable");
+      await banner.waitFor({ timeout: 30_000 });
+      expect(await banner.textContent()).toContain("Database unreachable");
+      expect(await banner.getByRole("button", { name: "Retry now" }).isVisible()).toBe(true);
+
+      // A page load while the database is down: the "database unreachable" page, not an error page.
+      await page.goto(`${baseUrl}/sources`);
+      expect(new URL(page.url()).pathname).toBe("/unavailable");
+      await page.getByRole("heading", { name: "Database unreachable" }).waitFor();
+      await page.getByRole("button", { name: "Retry now" }).click();
+      expect(new URL(page.url()).pathname).toBe("/unavailable");
+
+      proxy.setMode("forward");
+      await page.waitForURL((u) => u.pathname === "/", { timeout: 10_000 });
+      await page.getByRole("heading", { level: 1 }).first().waitFor();
+      expect(await page.getByRole("heading", { name: "Database unreachable" }).count()).toBe(0);
+    } finally {
+      proxy.setMode("forward");
+      await browser.close();
+    }
+  }, 90_000);
 
   it("refuses a malformed attemptId with 422 naming the field", async () => {
     for (const attemptId of ["", "has space", "x".repeat(129), 42]) {
