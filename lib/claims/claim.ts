@@ -64,7 +64,7 @@ audited AS (
   INSERT INTO audit_events (source, event_id, event_type, kind, actor, detail)
   SELECT j.source, j.event_id, j.event_type, j.claim_kind, $7,
          jsonb_strip_nulls(jsonb_build_object('expiresAt', j.expires_at, 'leaseExpiresAt', j.lease_expires_at,
-                                              'payloadHash', j.payload_hash, 'attemptId', j.attempt_id))
+                                              'payloadHash', j.payload_hash))
   FROM joined j WHERE j.claimed_now
 )
 SELECT event_id, status, claim_kind, claimed_now, is_repeat,

@@ -261,7 +261,7 @@ BEGIN
         INSERT INTO audit_events (source, event_id, event_type, kind, actor, detail)
         SELECT j.source, j.event_id, j.event_type, j.claim_kind, p_actor,
                jsonb_strip_nulls(jsonb_build_object('expiresAt', j.expires_at, 'leaseExpiresAt', j.lease_expires_at,
-                                                    'payloadHash', j.payload_hash, 'attemptId', j.attempt_id))
+                                                    'payloadHash', j.payload_hash))
         FROM joined j WHERE j.claimed_now
     )
     SELECT j.event_id, j.status, j.claim_kind, j.claimed_now, j.is_repeat,
