@@ -46,7 +46,7 @@ function outcomeOf(row: ClaimRow, input: ClaimInput, firstOccurrence: boolean): 
   if (row.claimed_now && firstOccurrence) return "claimed";
   if (hashesConflict(row.payload_hash, input.payloadHash)) return "payload_mismatch";
   if (row.is_repeat && firstOccurrence) return "claimed";
-  if (row.claimed_now) return "duplicate"; // a repeat of this batch's own claim
+  if (row.claimed_now || row.is_repeat) return "duplicate"; // a repeat of this batch's own claim
   if (row.status === "processing") return "in_flight";
   return "duplicate";
 }
