@@ -2,13 +2,14 @@
  * The attemptId contract (issue 11, "ambiguous claims"), through the in-process library, in both table
  * modes (a database of this file's own, switched to partition mode halfway): a claim retried with the
  * attemptId that made it gets its `claimed` answer back, marked `repeat`, with the same claim token;
- * anyone else still gets `duplicate`; a repeat changes and counts nothing. The HTTP side, with the answer
+ * anyone else still gets `duplicate`; a repeat changes and counts nothing; the stored attempt survives
+ * `partitions enable` and `disable`. The HTTP side, with the answer
  * really lost on the network, is in test/db/faults.test.ts.
  */
 import { describe, expect, it } from "vitest";
 import { claimEvent, claimEvents } from "../../lib/claims/claim";
 import { completeClaim } from "../../lib/claims/settle";
-import { enablePartitionMode } from "../../lib/retention/partitions";
+import { disablePartitionMode, enablePartitionMode } from "../../lib/retention/partitions";
 import { cliPrincipal } from "../../lib/auth/principal";
 import { KeywardError } from "../../lib/errors";
 import { makeSource, sql, uniq } from "../setup/db";
@@ -163,5 +164,15 @@ describe("attemptId", () => {
       });
     });
     contract("partition");
+    it("switches back to one table: attempts made in partition mode still repeat", async () => {
+      const source = await makeSource();
+      const made = await claimEvent({ source, eventId: "kept-2", eventType: "t", leaseSeconds: 60, attemptId: "in-partition-mode" });
+      await disablePartitionMode(cliPrincipal());
+      expect(await claimEvent({ source, eventId: "kept-2", eventType: "t", leaseSeconds: 60, attemptId: "in-partition-mode" })).toMatchObject({
+        outcome: "claimed",
+        repeat: true,
+        claimToken: made.claimToken,
+      });
+    });
   });
 });
