@@ -52,7 +52,28 @@ export function toUnavailable(err: unknown): KeywardError {
   const code = (err as { code?: unknown })?.code;
   // A short, safe reason: an error code (never a message, which may name the host or the URL).
   const reason = typeof code === "string" && /^[A-Z0-9_]{1,16}$/.test(code) ? code : "connection failed";
+  logUnavailable(err);
   return KeywardError.unavailable(`database unavailable (${reason}); retry later`);
+}
+
+const LOG_EVERY_MS = 10_000;
+const logState = globalThis as unknown as { __keywardUnavailableLog?: { last: number; suppressed: number } };
+
+/** One line in the server log per 10 s while the database fails (not one per request), with the cause. */
+function logUnavailable(err: unknown): void {
+  const state = (logState.__keywardUnavailableLog ??= { last: 0, suppressed: 0 });
+  const now = Date.now();
+  if (now - state.last < LOG_EVERY_MS) {
+    state.suppressed++;
+    return;
+  }
+  const more = state.suppressed ? ` (${state.suppressed} more since the last report)` : "";
+  state.last = now;
+  state.suppressed = 0;
+  const e = err as { code?: unknown; message?: unknown } | undefined;
+  // Prisma's messages start with a code excerpt; their last line is the cause.
+  const message = String(e?.message ?? err).split("\n").filter((l) => l.trim()).pop() ?? "";
+  console.warn(`[keyward] database unavailable, answering 503: ${String(e?.code ?? "")} ${message}`.trim() + more);
 }
 
 /**
