@@ -2,19 +2,28 @@
 
 import { QueryCache, QueryClient, QueryClientProvider } from "@tanstack/react-query";
 import { useState, type ReactNode } from "react";
-import { isSessionEnded } from "@/components/api";
+import { ApiError, isSessionEnded } from "@/components/api";
+
+/** Whether a failed read means the server answered that its database is unreachable. */
+function isDatabaseUnavailable(err: unknown): boolean {
+  return err instanceof ApiError && err.status === 503;
+}
 
 /** One QueryClient per browser tab (created in state so a re-render never drops the cache). */
 export function Providers({ children }: { children: ReactNode }) {
+  const [databaseDown, setDatabaseDown] = useState(false);
   const [client] = useState(
     () =>
       new QueryClient({
-        // A read refused with 401 means the session ended (signed out elsewhere, role changed, account
-        // disabled): the console cannot show anything more, so it goes to the sign-in page.
         queryCache: new QueryCache({
+          // A read refused with 401 means the session ended (signed out elsewhere, role changed, account
+          // disabled): the console cannot show anything more, so it goes to the sign-in page. A 503 means
+          // the database is unreachable: one banner says so above whatever the screen still shows.
           onError: (err) => {
             if (isSessionEnded(err) && window.location.pathname !== "/sign-in") window.location.assign("/sign-in");
+            if (isDatabaseUnavailable(err)) setDatabaseDown(true);
           },
+          onSuccess: () => setDatabaseDown(false),
         }),
         defaultOptions: {
           queries: {
@@ -25,5 +34,21 @@ export function Providers({ children }: { children: ReactNode }) {
         },
       }),
   );
-  return <QueryClientProvider client={client}>{children}</QueryClientProvider>;
+  return (
+    <QueryClientProvider client={client}>
+      {databaseDown && (
+        <div className="callout callout--error db-banner" role="alert" data-testid="database-unreachable">
+          <div className="callout__title">Database unreachable</div>
+          <p className="callout__body">
+            Keyward cannot reach its database right now: what is on screen may be out of date, and changes are refused
+            (503) until it is back. Screens keep retrying on their own.
+          </p>
+          <button type="button" className="button" onClick={() => void client.refetchQueries({ type: "active" })}>
+            Retry now
+          </button>
+        </div>
+      )}
+      {children}
+    </QueryClientProvider>
+  );
 }

@@ -2,7 +2,7 @@ import type { Metadata } from "next";
 import { redirect } from "next/navigation";
 import { FirstRunPanel } from "@/components/auth/FirstRunPanel";
 import { SignInForm } from "@/components/auth/SignInForm";
-import { currentUser } from "@/lib/auth/pages";
+import { currentUser, redirectIfUnavailable } from "@/lib/auth/pages";
 import { sessionInfo } from "@/lib/auth/sign-in";
 
 export const metadata: Metadata = { title: "Sign in" };
@@ -11,6 +11,9 @@ export const metadata: Metadata = { title: "Sign in" };
 export default async function Page() {
   const user = await currentUser();
   if (user) redirect("/");
-  const { adminExists, sso } = await sessionInfo(null);
+  const { adminExists, sso } = await sessionInfo(null).catch((err: unknown) => {
+    redirectIfUnavailable(err);
+    throw err;
+  });
   return adminExists ? <SignInForm sso={sso} /> : <FirstRunPanel />;
 }

@@ -4,13 +4,26 @@
  */
 import { headers } from "next/headers";
 import { redirect } from "next/navigation";
+import { isUnavailable } from "../db/sql";
+import { KeywardError } from "../errors";
 import { isAllowed } from "./authorize";
 import type { UserPrincipal } from "./principal";
 import type { Capability } from "./roles";
 import { sessionPrincipal } from "./session";
 
+/** The signed-in user or null; with the database unreachable, a redirect to the "database unreachable" page. */
 export async function currentUser(): Promise<UserPrincipal | null> {
-  return sessionPrincipal(new Headers(await headers()));
+  try {
+    return await sessionPrincipal(new Headers(await headers()));
+  } catch (err) {
+    redirectIfUnavailable(err);
+    throw err;
+  }
+}
+
+/** A page's database read failed: if the database is unreachable, show that state instead of an error page. */
+export function redirectIfUnavailable(err: unknown): void {
+  if (isUnavailable(err) || (err instanceof KeywardError && err.status === 503)) redirect("/unavailable");
 }
 
 /** The signed-in user, or a redirect to the sign-in page. */

@@ -29,32 +29,36 @@ import { dedupMode, forgetDedupMode, isModeMismatch } from "./mode";
 
 export const CLAIM_SQL: PreparedSql = { name: "keyward_claim", text: `
 WITH input AS MATERIALIZED (
-  SELECT i.event_id, i.event_type, i.payload_hash, i.repeats, gen_random_uuid() AS token
-  FROM unnest($2::text[], $3::text[], $4::text[], $5::int[]) AS i(event_id, event_type, payload_hash, repeats)
+  SELECT i.event_id, i.event_type, i.payload_hash, i.repeats, i.attempt_id, gen_random_uuid() AS token
+  FROM unnest($2::text[], $3::text[], $4::text[], $5::int[], $8::text[]) AS i(event_id, event_type, payload_hash, repeats, attempt_id)
 ),
 src AS (SELECT ttl_seconds FROM sources WHERE name = $1),
 upserted AS (
   INSERT INTO dedup_keys AS k (source, event_id, event_type, payload_hash, status, claim_token, claim_kind,
-                               lease_expires_at, expires_at, duplicate_count, last_duplicate_at)
+                               lease_expires_at, expires_at, duplicate_count, last_duplicate_at, attempt_id)
   SELECT $1, i.event_id, i.event_type, i.payload_hash,
          CASE WHEN $6::int IS NULL THEN 'done' ELSE 'processing' END,
          i.token, 'claimed',
          now() + make_interval(secs => $6::int),
          -- a key never expires while its lease runs (greatest() ignores a NULL lease)
          greatest(now() + make_interval(secs => s.ttl_seconds), now() + make_interval(secs => $6::int)),
-         i.repeats, CASE WHEN i.repeats > 0 THEN now() END
+         i.repeats, CASE WHEN i.repeats > 0 THEN now() END, i.attempt_id
   FROM input i CROSS JOIN src s
   ORDER BY i.event_id
   ON CONFLICT (source, event_id) DO UPDATE SET
     (event_type, payload_hash, status, claim_token, claim_kind, lease_expires_at, received_at, expires_at,
-     duplicate_count, last_duplicate_at) =
+     duplicate_count, last_duplicate_at, attempt_id) =
     (SELECT m.event_type, m.payload_hash, m.status, m.claim_token, m.claim_kind, m.lease_expires_at,
-            m.received_at, m.expires_at, m.duplicate_count, m.last_duplicate_at
+            m.received_at, m.expires_at, m.duplicate_count, m.last_duplicate_at, m.attempt_id
      FROM keyward_merge_claim(k, excluded) m)
   RETURNING k.*
 ),
 joined AS (
-  SELECT u.*, u.claim_token = i.token AS claimed_now FROM upserted u JOIN input i USING (event_id)
+  SELECT u.*, u.claim_token = i.token AS claimed_now,
+         -- the same attempt again (keyward_merge_claim left the key as that attempt made it)
+         u.claim_token <> i.token AND i.attempt_id IS NOT NULL AND u.attempt_id = i.attempt_id
+           AND NOT (u.payload_hash IS NOT NULL AND i.payload_hash IS NOT NULL AND u.payload_hash <> i.payload_hash) AS is_repeat
+  FROM upserted u JOIN input i USING (event_id)
 ),
 audited AS (
   INSERT INTO audit_events (source, event_id, event_type, kind, actor, detail)
@@ -63,15 +67,15 @@ audited AS (
                                               'payloadHash', j.payload_hash))
   FROM joined j WHERE j.claimed_now
 )
-SELECT event_id, status, claim_kind, claimed_now,
-       CASE WHEN claimed_now THEN claim_token END AS claim_token,
+SELECT event_id, status, claim_kind, claimed_now, is_repeat,
+       CASE WHEN claimed_now OR is_repeat THEN claim_token END AS claim_token,
        payload_hash, lease_expires_at, received_at, expires_at, duplicate_count
 FROM joined` };
 
 /** The claim statement of partition mode: CLAIM_SQL's parameters and answer columns, one round trip. */
 export const CLAIM_PARTITIONED_SQL: PreparedSql = {
   name: "keyward_claim_partitioned",
-  text: "SELECT * FROM keyward_claim_partitioned($1, $2::text[], $3::text[], $4::text[], $5::int[], $6::int, $7)",
+  text: "SELECT * FROM keyward_claim_partitioned($1, $2::text[], $3::text[], $4::text[], $5::int[], $6::int, $7, $8::text[])",
 };
 
 export type ClaimOptions = {
@@ -87,7 +91,7 @@ export type ClaimOptions = {
 /** CLAIM_SQL's parameters, in order (the benchmark sends exactly these too). */
 export function claimStatementParams(
   source: string,
-  distinct: readonly { first: { eventId: string; eventType: string; payloadHash?: string }; repeats: number }[],
+  distinct: readonly { first: { eventId: string; eventType: string; payloadHash?: string; attemptId?: string }; repeats: number }[],
   leaseSeconds: number | null,
   actor: string,
 ): unknown[] {
@@ -99,12 +103,13 @@ export function claimStatementParams(
     distinct.map((d) => d.repeats),
     leaseSeconds,
     actor,
+    distinct.map((d) => d.first.attemptId ?? null),
   ];
 }
 
 async function runClaim(
   source: string,
-  events: { eventId: string; eventType: string; payloadHash?: string }[],
+  events: { eventId: string; eventType: string; payloadHash?: string; attemptId?: string }[],
   leaseSeconds: number | undefined,
   options: ClaimOptions,
 ): Promise<ClaimResult[]> {
@@ -125,7 +130,8 @@ async function runClaim(
   }
   if (rows.length === 0) throw unknownSource(source);
   const results = classifyClaims(source, events, rows);
-  if (!options.on) countClaimOutcomes(source, results.map((r) => r.outcome));
+  // A repeat is the answer of a claim already counted.
+  if (!options.on) countClaimOutcomes(source, results.filter((r) => !r.repeat).map((r) => r.outcome));
   return results;
 }
 
@@ -148,5 +154,7 @@ export async function claimEvent(request: ClaimRequest, options: ClaimOptions = 
 /** Claims up to 1000 events of one source in one statement; results in input order. */
 export async function claimEvents(request: BatchClaimRequest, options: ClaimOptions = {}): Promise<ClaimResult[]> {
   const r = parseOrThrow(batchClaimRequest, request);
-  return runClaim(r.source, r.events, r.leaseSeconds, options);
+  // A batch-level attemptId stands for every event that does not carry its own.
+  const events = r.attemptId ? r.events.map((e) => ({ ...e, attemptId: e.attemptId ?? r.attemptId })) : r.events;
+  return runClaim(r.source, events, r.leaseSeconds, options);
 }

@@ -11,7 +11,9 @@ export type ClaimRow = {
   claim_kind: ClaimKind;
   /** Whether this statement's proposal won: its claim token is the one now stored. */
   claimed_now: boolean;
-  /** The stored token, returned only when claimed_now (never another caller's token). */
+  /** Whether the stored key was made by this request's attemptId: a repeat of that claim, answered `claimed` again. */
+  is_repeat: boolean;
+  /** The stored token, returned only when claimed_now or is_repeat (never another caller's token). */
   claim_token: string | null;
   payload_hash: string | null;
   lease_expires_at: Date | null;
@@ -20,7 +22,7 @@ export type ClaimRow = {
   duplicate_count: number;
 };
 
-export type ClaimInput = { eventId: string; eventType: string; payloadHash?: string };
+export type ClaimInput = { eventId: string; eventType: string; payloadHash?: string; attemptId?: string };
 
 /** The distinct events to send to the database, each with how many times it repeats later in the batch. */
 export function dedupeBatch(events: readonly ClaimInput[]): { first: ClaimInput; repeats: number }[] {
@@ -43,7 +45,8 @@ export function hashesConflict(a: string | null | undefined, b: string | null | 
 function outcomeOf(row: ClaimRow, input: ClaimInput, firstOccurrence: boolean): ClaimOutcome {
   if (row.claimed_now && firstOccurrence) return "claimed";
   if (hashesConflict(row.payload_hash, input.payloadHash)) return "payload_mismatch";
-  if (row.claimed_now) return "duplicate"; // a repeat of this batch's own claim
+  if (row.is_repeat && firstOccurrence) return "claimed";
+  if (row.claimed_now || row.is_repeat) return "duplicate"; // a repeat of this batch's own claim
   if (row.status === "processing") return "in_flight";
   return "duplicate";
 }
@@ -74,6 +77,7 @@ export function classifyClaims(source: string, events: readonly ClaimInput[], ro
     if (outcome === "claimed") {
       result.claimKind = row.claim_kind;
       if (row.claim_token) result.claimToken = row.claim_token;
+      if (!row.claimed_now) result.repeat = true;
     }
     if ((outcome === "claimed" || outcome === "in_flight") && row.lease_expires_at) {
       result.leaseExpiresAt = row.lease_expires_at.toISOString();

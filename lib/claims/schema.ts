@@ -29,6 +29,14 @@ export const payloadHash = z
 
 export const leaseSeconds = z.number().int("must be a whole number of seconds").min(1).max(86400);
 
+/**
+ * A client-chosen id of one claim attempt: the retry of a request whose answer was lost carries the same
+ * one and gets the original `claimed` answer back (`repeat: true`). Printable ASCII, no spaces, e.g. a UUID.
+ */
+export const attemptId = z
+  .string()
+  .regex(/^[\x21-\x7e]{1,128}$/, "must be 1 to 128 printable ASCII characters without spaces (e.g. a UUID)");
+
 export const claimToken = z.uuid("must be the claimToken returned by the claim");
 
 export const claimRequest = z.strictObject({
@@ -37,17 +45,20 @@ export const claimRequest = z.strictObject({
   eventType,
   payloadHash: payloadHash.optional(),
   leaseSeconds: leaseSeconds.optional(),
+  attemptId: attemptId.optional(),
 });
 export type ClaimRequest = z.input<typeof claimRequest>;
 
 export const MAX_BATCH = 1000;
 
-export const batchEvent = z.strictObject({ eventId, eventType, payloadHash: payloadHash.optional() });
+export const batchEvent = z.strictObject({ eventId, eventType, payloadHash: payloadHash.optional(), attemptId: attemptId.optional() });
 
 export const batchClaimRequest = z.strictObject({
   source: sourceName,
   events: z.array(batchEvent).min(1, "must hold at least 1 event").max(MAX_BATCH, `must hold at most ${MAX_BATCH} events`),
   leaseSeconds: leaseSeconds.optional(),
+  /** The attempt id of every event that does not carry its own. */
+  attemptId: attemptId.optional(),
 });
 export type BatchClaimRequest = z.input<typeof batchClaimRequest>;
 
@@ -78,6 +89,11 @@ export type ClaimResult = {
   claimToken?: string;
   /** Only on `claimed` with a lease, and on `in_flight`. */
   leaseExpiresAt?: string;
+  /**
+   * Only on `claimed`, and only when this request carried the attemptId of the claim that made it: the
+   * answer of an earlier request whose answer was lost, returned again (nothing was changed or counted).
+   */
+  repeat?: true;
 };
 
 export type KeyState = {

@@ -15,16 +15,65 @@ const globalDb = globalThis as unknown as { __keywardDb?: Db };
 // and parse int8 (count(*) results) into numbers: every count Keyward reads fits in 2^53.
 pg.types.setTypeParser(pg.types.builtins.INT8, (v) => Number(v));
 
+/**
+ * How much longer than the server's statement_timeout the client waits for an answer before it gives up
+ * on the connection. On a reachable database the server cancels first (57014, the connection stays
+ * usable); the client-side timer only fires when no answer can come at all (a black-holed network, a
+ * frozen server), and then the connection is destroyed (TimeoutClient below).
+ */
+export const QUERY_TIMEOUT_MARGIN_MS = 500;
+/** TCP keepalive probes start after this long without traffic, so a silently dead idle socket is found. */
+const KEEPALIVE_IDLE_MS = 10_000;
+
+/**
+ * A pg client that destroys its connection when a query gets no answer within query_timeout. pg itself
+ * only fails the query and keeps the socket (the late answer, or none, would then meet the next query of
+ * whoever borrows the client); ending it here marks it not queryable, and pg-pool discards such a client
+ * on release instead of handing it out again. Covers every caller of the pool alike: pool.query (which
+ * also releases with the error), clients from pool.connect(), and Prisma's adapter-pg transactions (which
+ * release without an error).
+ */
+class TimeoutClient extends pg.Client {
+  // pg's query() is overloaded (config or text, values, callback or promise): wrap whichever it is.
+  query(...args: any[]): any {
+    const drop = (err: unknown) => {
+      if (err instanceof Error && err.message === "Query read timeout") this.end().catch(() => {});
+    };
+    const last = args.length - 1;
+    if (typeof args[last] === "function") {
+      const callback = args[last];
+      args[last] = (err: unknown, res: unknown) => {
+        drop(err);
+        callback(err, res);
+      };
+      return (super.query as any)(...args);
+    }
+    const result = (super.query as any)(...args);
+    if (result && typeof result.then === "function") result.then(undefined, drop);
+    return result;
+  }
+}
+
+/**
+ * Every wait on the database is bounded: a connection attempt (and a wait for a free pooled connection)
+ * by KEYWARD_DB_CONNECT_TIMEOUT_MS, a statement by KEYWARD_DB_STATEMENT_TIMEOUT_MS on the server and
+ * that + QUERY_TIMEOUT_MARGIN_MS on the client. So a request that meets a database fault answers 503
+ * within connect + statement timeout + 1 s, and a connection that timed out is never reused.
+ * A claim whose answer was lost this way may still have committed: callers resolve that with an
+ * attemptId (docs/reliability.md).
+ */
 export function createPool(url: string): pg.Pool {
   const env = loadEnv();
   const pool = new pg.Pool({
+    Client: TimeoutClient,
     connectionString: url,
     max: env.KEYWARD_DB_POOL_MAX,
     connectionTimeoutMillis: env.KEYWARD_DB_CONNECT_TIMEOUT_MS,
     idleTimeoutMillis: env.KEYWARD_DB_IDLE_TIMEOUT_MS,
-    // Server-side only: a client-side timer could fire while the server commits, answering 503 for a
-    // claim that in fact succeeded.
     statement_timeout: env.KEYWARD_DB_STATEMENT_TIMEOUT_MS,
+    query_timeout: env.KEYWARD_DB_STATEMENT_TIMEOUT_MS + QUERY_TIMEOUT_MARGIN_MS,
+    keepAlive: true,
+    keepAliveInitialDelayMillis: KEEPALIVE_IDLE_MS,
     application_name: "keyward",
   });
   // An idle client losing its connection must not crash the process; the next query reports it.

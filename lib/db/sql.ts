@@ -14,22 +14,67 @@ export type Queryable = Pick<pg.Pool, "query"> | Pick<pg.PoolClient, "query">;
 const RETRYABLE = new Set(["40001", "40P01"]);
 const MAX_ATTEMPTS = 3;
 
-/** True for faults that mean "the database is not available right now" rather than "your query is wrong". */
-export function isUnavailable(err: unknown): boolean {
-  const e = err as { code?: string; message?: string } | undefined;
-  const code = e?.code ?? "";
+/** Prisma's codes for "cannot reach / talk to the database" (P1xxx) and "no pooled connection in time" (P2024). */
+const PRISMA_UNAVAILABLE = new Set(["P1001", "P1002", "P1008", "P1011", "P1017", "P2024", "P2037"]);
+/** @prisma/adapter-pg's DriverAdapterError kinds with the same meaning. */
+const ADAPTER_UNAVAILABLE = new Set(["DatabaseNotReachable", "ConnectionClosed", "SocketTimeout", "TooManyConnections", "TlsConnectionError"]);
+const SOCKET_CODES = new Set(["ECONNREFUSED", "ECONNRESET", "ETIMEDOUT", "EPIPE", "ENOTFOUND", "EHOSTUNREACH", "ENETUNREACH", "EAI_AGAIN"]);
+const UNAVAILABLE_MESSAGE =
+  /timeout exceeded when trying to connect|Connection terminated|Query read timeout|connect ECONNREFUSED|Client has encountered a connection error|not queryable|timeout expired|Can't reach database server|Server has closed the connection|Timed out fetching a new connection/i;
+
+type MaybeDbError = {
+  code?: unknown;
+  message?: unknown;
+  cause?: unknown;
+  kind?: unknown;
+  originalCode?: unknown;
+  meta?: { driverAdapterError?: { cause?: unknown } };
+};
+
+/**
+ * True for faults that mean "the database is not available right now" rather than "your query is wrong",
+ * however they arrive: a pg error or socket error, pg's own timeouts, Prisma's P1xxx/P2024 codes, or a
+ * DriverAdapterError wrapped by Prisma (or by a library such as Better Auth, as the error's cause).
+ */
+export function isUnavailable(err: unknown, depth = 0): boolean {
+  if (!err || typeof err !== "object" || depth > 4) return false;
+  const e = err as MaybeDbError;
+  const code = typeof e.code === "string" ? e.code : "";
   if (code.startsWith("08") || code.startsWith("53") || code.startsWith("57P")) return true; // connection, resources, shutdown
   if (code === "57014") return true; // statement_timeout / query canceled
-  if (["ECONNREFUSED", "ECONNRESET", "ETIMEDOUT", "EPIPE", "ENOTFOUND", "EHOSTUNREACH"].includes(code)) return true;
-  const msg = e?.message ?? "";
-  return /timeout exceeded when trying to connect|Connection terminated|Query read timeout|connect ECONNREFUSED|Client has encountered a connection error/i.test(
-    msg,
-  );
+  if (SOCKET_CODES.has(code) || PRISMA_UNAVAILABLE.has(code)) return true;
+  if (typeof e.kind === "string" && ADAPTER_UNAVAILABLE.has(e.kind)) return true;
+  if (typeof e.originalCode === "string" && isUnavailable({ code: e.originalCode }, depth + 1)) return true;
+  if (typeof e.message === "string" && UNAVAILABLE_MESSAGE.test(e.message)) return true;
+  return isUnavailable(e.meta?.driverAdapterError?.cause, depth + 1) || isUnavailable(e.cause, depth + 1);
 }
 
 export function toUnavailable(err: unknown): KeywardError {
-  const reason = (err as { code?: string })?.code ?? "connection failed";
+  const code = (err as { code?: unknown })?.code;
+  // A short, safe reason: an error code (never a message, which may name the host or the URL).
+  const reason = typeof code === "string" && /^[A-Z0-9_]{1,16}$/.test(code) ? code : "connection failed";
+  logUnavailable(err);
   return KeywardError.unavailable(`database unavailable (${reason}); retry later`);
+}
+
+const LOG_EVERY_MS = 10_000;
+const logState = globalThis as unknown as { __keywardUnavailableLog?: { last: number; suppressed: number } };
+
+/** One line in the server log per 10 s while the database fails (not one per request), with the cause. */
+function logUnavailable(err: unknown): void {
+  const state = (logState.__keywardUnavailableLog ??= { last: 0, suppressed: 0 });
+  const now = Date.now();
+  if (now - state.last < LOG_EVERY_MS) {
+    state.suppressed++;
+    return;
+  }
+  const more = state.suppressed ? ` (${state.suppressed} more since the last report)` : "";
+  state.last = now;
+  state.suppressed = 0;
+  const e = err as { code?: unknown; message?: unknown } | undefined;
+  // Prisma's messages start with a code excerpt; their last line is the cause.
+  const message = String(e?.message ?? err).split("\n").filter((l) => l.trim()).pop() ?? "";
+  console.warn(`[keyward] database unavailable, answering 503: ${String(e?.code ?? "")} ${message}`.trim() + more);
 }
 
 /**

@@ -14,6 +14,7 @@ function row(eventId: string, over: Partial<ClaimRow> = {}): ClaimRow {
     status: "done",
     claim_kind: "claimed",
     claimed_now: false,
+    is_repeat: false,
     claim_token: null,
     payload_hash: null,
     lease_expires_at: null,
@@ -143,6 +144,22 @@ describe("classifyClaims", () => {
       rows,
     );
     expect(out.map((r) => r.outcome)).toEqual(["claimed", "payload_mismatch"]);
+  });
+
+  it("answers a repeat of the caller's own attempt claimed + repeat with its token; its in-batch repeats duplicate; a hash conflict wins", () => {
+    const lease = new Date("2026-12-02T10:05:00.000Z");
+    const r = row("a", { is_repeat: true, claim_token: "tok", status: "processing", lease_expires_at: lease });
+    const [first, again] = classifyClaims("s", [{ eventId: "a", eventType: "t" }, { eventId: "a", eventType: "t" }], [r]);
+    expect(first).toMatchObject({ outcome: "claimed", repeat: true, claimToken: "tok", leaseExpiresAt: lease.toISOString() });
+    expect(again.outcome).toBe("duplicate");
+    expect(again.claimToken).toBeUndefined();
+    const fresh = classifyClaims("s", [{ eventId: "a", eventType: "t" }], [row("a", { claimed_now: true, claim_token: "tok" })]);
+    expect(fresh[0].repeat).toBeUndefined();
+    const clash = classifyClaims("s", [{ eventId: "a", eventType: "t", payloadHash: "b".repeat(64) }], [
+      row("a", { is_repeat: true, claim_token: "tok", payload_hash: "a".repeat(64) }),
+    ]);
+    expect(clash[0]).toMatchObject({ outcome: "payload_mismatch" });
+    expect(clash[0].claimToken).toBeUndefined();
   });
 
   it("throws if the statement returned no row for an input event", () => {
