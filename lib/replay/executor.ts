@@ -12,7 +12,7 @@
  *      delivering with lease_until; a lapsed lease is picked up again), and delivers them with at most
  *      `concurrency` in flight and `ratePerSecond` starts per second;
  *   3. per item: re-checks the key just before the send (classify.ts recheckBeforeSend), then POSTs the
- *      payload (deliver.ts); 2xx → delivered (dead letter delivered); a retryable failure → pending again
+ *      payload's stored bytes with its stored content type (deliver.ts); 2xx → delivered (dead letter delivered); a retryable failure → pending again
  *      after a backoff, up to MAX_ATTEMPTS; otherwise failed (dead letter back to pending). Each final
  *      outcome is written with its audit `replayed` row in one statement, conditional on this worker still
  *      holding the item's lease;
@@ -56,6 +56,7 @@ export function afterAttempt(
 
 type ReplayRow = { id: string; source: string; rate_per_second: number; concurrency: number; forced: boolean; created_by: string };
 type LeasedItem = { dead_letter_id: string; event_id: string; category: Category; attempts: number };
+type Payload = { body: Buffer; content_type: string };
 
 const TAKE_REPLAYS_SQL = `
 UPDATE replays r SET worker = $1, worker_lease_until = now() + make_interval(secs => $2::int)
@@ -221,12 +222,13 @@ export function startReplayWorker(options: WorkerOptions = {}): ReplayWorker {
           await sleep(Math.min(pollMs, 1000)); // retries waiting for their backoff
           continue;
         }
+        // The payload bytes exactly as received at intake, and the media type they go out with.
         const payloads = new Map(
           (
-            await query<{ id: string; body: string }>("SELECT id, payload::text AS body FROM dead_letters WHERE id = ANY($1::uuid[])", [
+            await query<Payload & { id: string }>("SELECT id, payload AS body, content_type FROM dead_letters WHERE id = ANY($1::uuid[])", [
               items.map((i) => i.dead_letter_id),
             ])
-          ).map((p) => [p.id, p.body]),
+          ).map((p) => [p.id, p]),
         );
         let next = 0;
         const slot = async () => {
@@ -269,10 +271,10 @@ export function startReplayWorker(options: WorkerOptions = {}): ReplayWorker {
     r: ReplayRow,
     target: { url: string; secret: string },
     item: LeasedItem,
-    body: string | undefined,
+    payload: Payload | undefined,
     limiter: RateLimiter,
   ): Promise<void> {
-    if (body === undefined) {
+    if (payload === undefined) {
       await settle(r, item, "failed", { attempt: false, error: "the dead letter no longer exists" });
       return;
     }
@@ -289,7 +291,16 @@ export function startReplayWorker(options: WorkerOptions = {}): ReplayWorker {
       await settle(r, item, "skipped_unsafe", { attempt: false, error: check.reason });
       return;
     }
-    const result = await deliverOnce({ url: target.url, id: item.event_id, body, secret: target.secret, replayId: r.id, timeoutMs, signal: abort.signal });
+    const result = await deliverOnce({
+      url: target.url,
+      id: item.event_id,
+      body: payload.body,
+      contentType: payload.content_type,
+      secret: target.secret,
+      replayId: r.id,
+      timeoutMs,
+      signal: abort.signal,
+    });
     const next = afterAttempt(result, item.attempts);
     await settle(r, item, next.outcome, {
       attempt: next.countsAsAttempt,
