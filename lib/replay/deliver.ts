@@ -52,30 +52,39 @@ export function encodeEventIdHeader(eventId: string): string {
   return encodeURIComponent(eventId);
 }
 
-/** `id` is the `webhook-id` header value (ASCII: see webhookIdFor); `body` the exact bytes sent. */
-export type SignInput = { id: string; timestamp: Date; body: string | Uint8Array; secret: string };
+/**
+ * `id` is the `webhook-id` header value (ASCII: see webhookIdFor); `body` the exact bytes sent; `secret`
+ * one secret, or several during a rotation's grace period (current first).
+ */
+export type SignInput = { id: string; timestamp: Date; body: string | Uint8Array; secret: string | readonly string[] };
+
+const SECRET_FORMAT = /^whsec_[A-Za-z0-9+/]+={0,2}$/;
 
 /**
  * The Standard Webhooks headers for one message: `webhook-id`, `webhook-timestamp` (unix seconds) and
  * `webhook-signature: v1,<base64 HMAC-SHA256 of "id.timestamp.body">`, keyed with the base64-decoded part
- * of a `whsec_<base64>` secret. The HMAC runs over the body's bytes as they are (a string is UTF-8), not
- * over a decoded copy, so a body that is not UTF-8 is signed as sent; the standardwebhooks package's own
- * `sign` decodes a Buffer to a string first and would sign other bytes. Throws on a secret not in that
- * form, or an id that is not a header-safe token.
+ * of a `whsec_<base64>` secret; with several secrets, one `v1,…` per secret separated by spaces (the
+ * spec's list: a receiver accepts the message when any of them verifies). The HMAC runs over the body's
+ * bytes as they are (a string is UTF-8), not over a decoded copy, so a body that is not UTF-8 is signed
+ * as sent; the standardwebhooks package's own `sign` decodes a Buffer to a string first and would sign
+ * other bytes. Throws on a secret not in that form, or an id that is not a header-safe token.
  */
 export function signWebhook(input: SignInput): Record<string, string> {
-  if (!/^whsec_[A-Za-z0-9+/]+={0,2}$/.test(input.secret)) {
+  const secrets = typeof input.secret === "string" ? [input.secret] : input.secret;
+  if (secrets.length === 0 || !secrets.every((s) => SECRET_FORMAT.test(s))) {
     throw new Error("signing secret must be whsec_ followed by base64");
   }
   if (!PLAIN_ID.test(input.id)) throw new Error(`webhook-id must be a token without dots (see webhookIdFor), got ${JSON.stringify(input.id)}`);
   const timestamp = String(Math.floor(input.timestamp.getTime() / 1000));
-  const key = Buffer.from(input.secret.slice("whsec_".length), "base64");
-  const mac = createHmac("sha256", key).update(`${input.id}.${timestamp}.`, "utf8");
-  mac.update(typeof input.body === "string" ? Buffer.from(input.body, "utf8") : input.body);
+  const body = typeof input.body === "string" ? Buffer.from(input.body, "utf8") : input.body;
+  const signatures = secrets.map((secret) => {
+    const key = Buffer.from(secret.slice("whsec_".length), "base64");
+    return `v1,${createHmac("sha256", key).update(`${input.id}.${timestamp}.`, "utf8").update(body).digest("base64")}`;
+  });
   return {
     "webhook-id": input.id,
     "webhook-timestamp": timestamp,
-    "webhook-signature": `v1,${mac.digest("base64")}`,
+    "webhook-signature": signatures.join(" "),
   };
 }
 
@@ -87,7 +96,8 @@ export type DeliverInput = {
   body: string | Uint8Array;
   /** The Content-Type sent (default application/json). */
   contentType?: string;
-  secret: string;
+  /** The signing secret, or the current and the previous one during a rotation's grace period. */
+  secret: string | readonly string[];
   replayId: string;
   timeoutMs?: number;
   signal?: AbortSignal;
