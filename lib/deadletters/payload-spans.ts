@@ -29,21 +29,38 @@ const COLON = 0x3a;
 const isWhitespace = (c: number) => c === 0x20 || c === 0x09 || c === 0x0a || c === 0x0d;
 const endsScalar = (c: number) => c === COMMA || c === CLOSE_OBJECT || c === CLOSE_ARRAY || isWhitespace(c);
 
-type Frame = { object: boolean; expectKey: boolean; key: string | null; index: number };
+type Frame = { object: boolean; expectKey: boolean; key: "payload" | "items" | null; index: number };
 type Target = { kind: "payload" } | { kind: "item"; index: number } | { kind: "items" };
 type Recording = { start: number; base: number; depth: number; index: number | null };
 
-/** Offset just past the closing quote of the string starting at `start` (a `"`). */
+/** Offset just past the closing quote of the string starting at `start` (a `"`); native search for the quote. */
 function endOfString(bytes: Uint8Array, start: number): number {
-  let i = start + 1;
-  while (bytes[i] !== QUOTE) i += bytes[i] === BACKSLASH ? 2 : 1;
-  return i + 1;
+  let from = start + 1;
+  for (;;) {
+    const q = bytes.indexOf(QUOTE, from);
+    let backslashes = 0;
+    while (bytes[q - 1 - backslashes] === BACKSLASH) backslashes++;
+    if (backslashes % 2 === 0) return q + 1; // not escaped
+    from = q + 1;
+  }
 }
 
-/** A member name; only compared with "payload" and "items", so escapes are decoded only when present. */
-function keyText(bytes: Uint8Array, start: number, end: number): string {
-  const raw = Buffer.from(bytes.buffer, bytes.byteOffset + start, end - start);
-  return raw.includes(BACKSLASH) ? (JSON.parse(raw.toString("utf8")) as string) : raw.toString("latin1").slice(1, -1);
+const PAYLOAD = Buffer.from("payload");
+const ITEMS = Buffer.from("items");
+
+/**
+ * A member name, as far as this scanner cares: "payload", "items", or null for any other. Compared on the
+ * bytes (no allocation); a name with escapes (`"pay\u006coad"`) is decoded by JSON.parse.
+ */
+function keyName(bytes: Uint8Array, start: number, end: number): "payload" | "items" | null {
+  const inner = bytes.subarray(start + 1, end - 1);
+  if (inner.includes(BACKSLASH)) {
+    const name = JSON.parse(Buffer.from(bytes.buffer, bytes.byteOffset + start, end - start).toString("utf8")) as string;
+    return name === "payload" || name === "items" ? name : null;
+  }
+  if (inner.length === PAYLOAD.length && PAYLOAD.equals(inner)) return "payload";
+  if (inner.length === ITEMS.length && ITEMS.equals(inner)) return "items";
+  return null;
 }
 
 export function findPayloadSpans(bytes: Uint8Array): PayloadSpans {
@@ -86,7 +103,8 @@ export function findPayloadSpans(bytes: Uint8Array): PayloadSpans {
       const end = endOfString(bytes, i);
       const top = stack[stack.length - 1];
       if (top?.object && top.expectKey) {
-        top.key = keyText(bytes, i, end);
+        // Only the names of the body's object (depth 1) and of batch items (depth 3) matter.
+        top.key = !rec && (stack.length === 1 || stack.length === 3) ? keyName(bytes, i, end) : null;
         top.expectKey = false;
       } else {
         valueStart(i);
