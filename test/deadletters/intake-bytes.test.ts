@@ -13,6 +13,7 @@ import { POST as claim } from "../../app/api/v1/claims/route";
 import { MAX_PAYLOAD_BYTES, MAX_PAYLOAD_DEPTH } from "../../lib/deadletters/schema";
 import { makeSource, sql, uniq } from "../setup/db";
 import { isErrorBody, makeApiKey, post } from "../setup/http";
+import { seededRandom } from "../setup/receiver";
 
 /** A letter's JSON text with `payloadJson` spliced in verbatim (no JSON.stringify of the payload). */
 const letterText = (source: string, payloadJson: string, eventId = uniq("evt")) =>
@@ -200,3 +201,40 @@ async function fetchDetail(id: string, key: string) {
   expect(res.status).toBe(200);
   return (await res.json()) as { contentType: string; payloadText: string | null; payloadBase64: string; payloadBytes: number };
 }
+
+describe("hostile bodies", () => {
+  it("seeded mutations of valid single and batch bodies never answer 500, and what is stored is the payload JSON.parse saw", async () => {
+    const source = await makeSource();
+    const { key } = await makeApiKey(["deadletters:write"]);
+    const rnd = seededRandom(2026);
+    const pieces = ['"', "\\", "{", "}", "[", "]", ",", ":", " ", "payload", "items", "\\u0070", "é", "1e999", "-", "0", "null", '"payload":', '"items":['];
+    const base = [
+      letterText(source, '{"id":820982911946154508,"a":[1,2,{"b":"\\/"}]}'),
+      `{"items":[${letterText(source, '{"x":1}')},${letterText(source, "[200.0]")}]}`,
+    ];
+    let storedCount = 0;
+    for (let i = 0; i < 300; i++) {
+      const which = i % 2;
+      let text = base[which];
+      for (let m = 0; m < 1 + Math.floor(rnd() * 3); m++) {
+        const at = Math.floor(rnd() * text.length);
+        const cut = Math.floor(rnd() * 4);
+        text = text.slice(0, at) + (rnd() < 0.7 ? pieces[Math.floor(rnd() * pieces.length)] : "") + text.slice(at + cut);
+      }
+      const res = await post(which === 0 ? single : batch, null, { key, raw: text });
+      expect([200, 201, 400, 413, 422], text).toContain(res.status);
+      expect(isErrorBody(res.body) || res.status < 300, text).toBe(true);
+      // Whatever was stored is the payload JSON.parse saw in that body, as its own text.
+      const parsed = res.status < 300 ? (JSON.parse(text) as { payload?: unknown; items?: { payload?: unknown }[] }) : null;
+      const ids: [string, unknown][] =
+        res.status === 201
+          ? [[res.body.id, parsed!.payload]]
+          : res.status === 200
+            ? (res.body.results as { id?: string }[]).flatMap((r, j) => (r.id ? [[r.id, parsed!.items![j].payload] as [string, unknown]] : []))
+            : [];
+      for (const [id, payload] of ids) expect(JSON.parse((await stored(id)).payload.toString("utf8")), text).toEqual(payload);
+      storedCount += ids.length;
+    }
+    expect(storedCount).toBeGreaterThan(20); // the mutations left enough bodies valid for the check above to bite
+  });
+});
