@@ -19,7 +19,7 @@ export function ReplayTarget({ source, canEdit }: { source: SourceItem; canEdit:
   const [editing, setEditing] = useState(false);
   const [text, setText] = useState("");
   const [invalid, setInvalid] = useState<string | null>(null);
-  const [secret, setSecret] = useState<string | null>(null);
+  const [secret, setSecret] = useState<{ value: string; graceUntil: string | null } | null>(null);
   const save = useMutation({
     mutationFn: (value: string | null) => setReplayDestination(source.name, value),
     onSuccess: async () => {
@@ -30,7 +30,7 @@ export function ReplayTarget({ source, canEdit }: { source: SourceItem; canEdit:
   const rotate = useMutation({
     mutationFn: () => rotateSigningSecret(source.name),
     onSuccess: async (r) => {
-      setSecret(r.secret);
+      setSecret({ value: r.secret, graceUntil: r.graceUntil });
       await queryClient.invalidateQueries({ queryKey: sourceKeys.all });
     },
   });
@@ -155,11 +155,17 @@ export function ReplayTarget({ source, canEdit }: { source: SourceItem; canEdit:
       )}
       {rotate.isError && <ErrorBox title="The signing secret was not generated" error={rotate.error} />}
       {secret && (
-        <SecretPanel title={`Signing secret of ${source.name}`} secret={secret} onDismiss={() => setSecret(null)}>
+        <SecretPanel title={`Signing secret of ${source.name}`} secret={secret.value} onDismiss={() => setSecret(null)}>
           <p className="small">
             Give it to the destination: it verifies each replay&apos;s <code>webhook-signature</code> header with it (Standard
             Webhooks, HMAC-SHA256).
           </p>
+          {secret.graceUntil && (
+            <p className="small">
+              The previous secret keeps signing replays next to this one until{" "}
+              <time dateTime={secret.graceUntil}>{formatDateTime(secret.graceUntil)}</time>.
+            </p>
+          )}
         </SecretPanel>
       )}
     </div>

@@ -287,7 +287,9 @@ describe("the Replay screen in Chromium", () => {
     await card.getByRole("button", { name: `Rotate signing secret of ${source}` }).click();
     expect(await card.innerText()).toMatch(/signed with both the current and the new secret for a grace period/);
     await card.getByRole("button", { name: "Rotate now", exact: true }).click();
-    await card.getByRole("region", { name: `Signing secret of ${source}` }).getByRole("button", { name: "I have stored it, hide it" }).click();
+    const rotated = card.getByRole("region", { name: `Signing secret of ${source}` });
+    await rotated.getByText(/The previous secret keeps signing replays next to this one until/).waitFor();
+    await rotated.getByRole("button", { name: "I have stored it, hide it" }).click();
     const grace = card.locator(".signing-grace");
     await grace.waitFor();
     expect(await grace.innerText()).toMatch(/^The previous secret also signs replays until .+: switch the destination to the new one before then$/);
