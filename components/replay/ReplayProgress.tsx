@@ -83,6 +83,12 @@ export function ReplayProgress({
           )}
           <ProgressBar done={replayProgress(data).done} total={data.total} percent={replayProgress(data).percent} />
           <p aria-live="polite">{replayHeadline(data)}</p>
+          {data.destination && (
+            <p className="small replay-destination">
+              {finished ? "Sent to" : "Sending to"} <span className="mono">{data.destination}</span>
+              {!finished && <span className="muted"> (the source&apos;s destination, read at each batch)</span>}
+            </p>
+          )}
           <dl className="detail-list replay-counts">
             {outcomeRows(data.counts).map((o) => (
               <div key={o.outcome}>

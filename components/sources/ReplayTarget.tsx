@@ -6,7 +6,7 @@ import { ConfirmAction } from "@/components/ui/ConfirmAction";
 import { ErrorBox } from "@/components/ui/ErrorBox";
 import { formatDateTime } from "@/components/ui/format";
 import { SecretPanel } from "@/components/ui/SecretPanel";
-import { parseReplayDestination } from "./prepare";
+import { parseReplayDestination, signingGrace } from "./prepare";
 import { rotateSigningSecret, setReplayDestination, sourceKeys, type SourceItem } from "./queries";
 
 /**
@@ -19,7 +19,7 @@ export function ReplayTarget({ source, canEdit }: { source: SourceItem; canEdit:
   const [editing, setEditing] = useState(false);
   const [text, setText] = useState("");
   const [invalid, setInvalid] = useState<string | null>(null);
-  const [secret, setSecret] = useState<string | null>(null);
+  const [secret, setSecret] = useState<{ value: string; graceUntil: string | null } | null>(null);
   const save = useMutation({
     mutationFn: (value: string | null) => setReplayDestination(source.name, value),
     onSuccess: async () => {
@@ -30,12 +30,13 @@ export function ReplayTarget({ source, canEdit }: { source: SourceItem; canEdit:
   const rotate = useMutation({
     mutationFn: () => rotateSigningSecret(source.name),
     onSuccess: async (r) => {
-      setSecret(r.secret);
+      setSecret({ value: r.secret, graceUntil: r.graceUntil });
       await queryClient.invalidateQueries({ queryKey: sourceKeys.all });
     },
   });
   const destination = source.replayDestination ?? null;
   const setAt = source.signingSecretSetAt ?? null;
+  const grace = signingGrace(source.signingSecretGraceUntil ?? null, Date.now());
   const submit = (e: FormEvent<HTMLFormElement>) => {
     e.preventDefault();
     const r = parseReplayDestination(text);
@@ -64,6 +65,23 @@ export function ReplayTarget({ source, canEdit }: { source: SourceItem; canEdit:
             )}
           </dd>
         </div>
+        {grace && (
+          <div>
+            <dt>Rotation grace period</dt>
+            <dd className="signing-grace">
+              {grace.active ? (
+                <span className="warn-text">
+                  The previous secret also signs replays until <time dateTime={grace.until}>{formatDateTime(grace.until)}</time>: switch the
+                  destination to the new one before then
+                </span>
+              ) : (
+                <span className="muted">
+                  Ended <time dateTime={grace.until}>{formatDateTime(grace.until)}</time>: only the current secret signs
+                </span>
+              )}
+            </dd>
+          </div>
+        )}
       </dl>
       {canEdit && editing && (
         <form className="form form--row" onSubmit={submit} noValidate aria-label={`Set the replay destination of ${source.name}`}>
@@ -125,7 +143,7 @@ export function ReplayTarget({ source, canEdit }: { source: SourceItem; canEdit:
             accessibleLabel={`${setAt ? "Rotate" : "Generate"} signing secret of ${source.name}`}
             prompt={
               setAt
-                ? "The current secret stops working at once: the destination must verify with the new one before the next replay."
+                ? "Replays are then signed with both the current and the new secret for a grace period (24 hours unless configured otherwise), so the destination can switch to the new secret meanwhile; after it, only the new one signs."
                 : "A new secret signs every replay of this source; it is shown once."
             }
             confirmLabel={setAt ? "Rotate now" : "Generate"}
@@ -137,11 +155,17 @@ export function ReplayTarget({ source, canEdit }: { source: SourceItem; canEdit:
       )}
       {rotate.isError && <ErrorBox title="The signing secret was not generated" error={rotate.error} />}
       {secret && (
-        <SecretPanel title={`Signing secret of ${source.name}`} secret={secret} onDismiss={() => setSecret(null)}>
+        <SecretPanel title={`Signing secret of ${source.name}`} secret={secret.value} onDismiss={() => setSecret(null)}>
           <p className="small">
             Give it to the destination: it verifies each replay&apos;s <code>webhook-signature</code> header with it (Standard
             Webhooks, HMAC-SHA256).
           </p>
+          {secret.graceUntil && (
+            <p className="small">
+              The previous secret keeps signing replays next to this one until{" "}
+              <time dateTime={secret.graceUntil}>{formatDateTime(secret.graceUntil)}</time>.
+            </p>
+          )}
         </SecretPanel>
       )}
     </div>

@@ -329,3 +329,13 @@ export function parseReplayDestination(text: string): { ok: true; value: string 
   if (t.length > 2048) return { ok: false, error: "The destination must be at most 2048 characters" };
   return { ok: true, value: t };
 }
+
+/**
+ * The signing-secret rotation's grace period as the Sources screen says it: while it runs, the previous
+ * secret still signs replays next to the new one (`active`), so the destination may switch at any time
+ * before `until`; once it ended, only the new secret signs. Pure (`now` in epoch ms).
+ */
+export function signingGrace(graceUntil: string | null, now: number): { active: boolean; until: string } | null {
+  if (!graceUntil) return null;
+  return { active: Date.parse(graceUntil) > now, until: graceUntil };
+}

@@ -15,6 +15,8 @@ export type SourceSettings = SourceParts & {
   replayDestination: string | null;
   /** When the replay signing secret was last generated; the secret itself is shown once, never listed. */
   signingSecretSetAt: string | null;
+  /** Until when the secret before the last rotation also signs replays (null: none). */
+  signingSecretGraceUntil: string | null;
   createdAt: string;
   updatedAt: string;
 };
@@ -77,5 +79,5 @@ export function setReplayDestination(name: string, replayDestination: string | n
 
 /** Admins. Generates or rotates the replay signing secret; this answer is the only time it is shown. */
 export function rotateSigningSecret(name: string) {
-  return api<{ secret: string; setAt: string }>(`${sourcePath(name)}/signing-secret`, { method: "POST", body: {} });
+  return api<{ secret: string; setAt: string; graceUntil: string | null }>(`${sourcePath(name)}/signing-secret`, { method: "POST", body: {} });
 }

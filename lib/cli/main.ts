@@ -376,6 +376,7 @@ replay
           `cancelled ${r.counts.cancelled}, pending ${r.counts.pending}, delivering ${r.counts.delivering}`,
       );
       console.log(`  include ${r.include.join(", ")}; ${r.ratePerSecond}/s, concurrency ${r.concurrency}; by ${r.createdBy} at ${r.createdAt}`);
+      if (r.destination) console.log(`  ${r.status === "completed" || r.status === "cancelled" ? "sent" : "sending"} to ${r.destination}`);
       if (r.forced) console.log(`  forced: ${r.forceReason}`);
       if (r.failures.length) {
         console.log("failures:");

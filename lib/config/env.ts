@@ -86,6 +86,8 @@ const envSchema = z.object({
   KEYWARD_REPLAY_POLL_MS: intFrom(500, 50, 60000),
   KEYWARD_REPLAY_LEASE_SECONDS: intFrom(60, 2, 3600),
   KEYWARD_REPLAY_TIMEOUT_MS: intFrom(10000, 100, 120000),
+  // After a signing-secret rotation, replays are signed with the old and the new secret for this long (0: none).
+  KEYWARD_SIGNING_SECRET_GRACE_SECONDS: intFrom(86400, 0, 30 * 86400),
   // Settled (delivered) dead letters of a source without its own dead-letter retention are pruned after this.
   KEYWARD_DEAD_LETTER_RETENTION_DAYS: intFrom(30, 1, 3650),
 }).superRefine((env, ctx) => {

@@ -163,13 +163,26 @@ export async function listDeadLetters(input: unknown): Promise<DeadLetterList> {
   };
 }
 
-/** One letter with its payload; 404 for an unknown id. */
+/** One letter with its payload exactly as stored (base64, and as text when it is UTF-8); 404 for an unknown id. */
 export async function getDeadLetter(id: string): Promise<DeadLetterDetail> {
   if (!UUID_RE.test(id)) throw KeywardError.notFound("dead_letter_not_found", `no dead letter ${id}`);
-  const [row] = await query<Row & { payload: unknown; last_replay_error: string | null }>(
-    `SELECT ${COLUMNS}, d.payload, d.last_replay_error FROM dead_letters d ${KEY_JOIN} WHERE d.id = $1`,
+  const [row] = await query<Row & { payload: Buffer; content_type: string; last_replay_error: string | null }>(
+    `SELECT ${COLUMNS}, d.payload, d.content_type, d.last_replay_error FROM dead_letters d ${KEY_JOIN} WHERE d.id = $1`,
     [id],
   );
   if (!row) throw KeywardError.notFound("dead_letter_not_found", `no dead letter ${id}`);
-  return { ...toDeadLetter(row), payload: row.payload, lastReplayError: row.last_replay_error };
+  let payloadText: string | null;
+  try {
+    payloadText = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true }).decode(row.payload);
+  } catch {
+    payloadText = null;
+  }
+  return {
+    ...toDeadLetter(row),
+    contentType: row.content_type,
+    payloadBytes: row.payload.length,
+    payloadBase64: row.payload.toString("base64"),
+    payloadText,
+    lastReplayError: row.last_replay_error,
+  };
 }

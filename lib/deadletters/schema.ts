@@ -3,32 +3,25 @@
  * (the console imports the types only). Validation mirrors the claim API: the same event id and type
  * rules, 422 naming each field.
  */
+import { parse as parseMediaType } from "content-type";
 import { z } from "zod";
 import { eventId, eventType, sourceName } from "../claims/schema";
 
-/** A payload is at most 256 KiB once serialized as JSON. */
+/** A payload is at most 256 KiB: the bytes stored and replayed (the JSON text as sent, or the decoded base64). */
 export const MAX_PAYLOAD_BYTES = 256 * 1024;
+/** A JSON payload nests at most this many arrays/objects deep (`{"a":[1]}` is 2). */
+export const MAX_PAYLOAD_DEPTH = 64;
 /** The error text a consumer reports, at most 4 KiB. */
 export const MAX_ERROR_CHARS = 4096;
 export const MAX_DEAD_LETTER_BATCH = 500;
-/** Request body caps: one letter (payload + the other fields), and a batch (items over 256 KiB each are refused one by one). */
-export const MAX_SINGLE_BODY_BYTES = MAX_PAYLOAD_BYTES + 16 * 1024;
+/**
+ * Request body caps: one letter (a payload of 256 KiB as base64, i.e. 4/3 larger, plus the other fields),
+ * and a batch (items over 256 KiB each are refused one by one).
+ */
+export const MAX_SINGLE_BODY_BYTES = Math.ceil(MAX_PAYLOAD_BYTES / 3) * 4 + 32 * 1024;
 export const MAX_BATCH_BODY_BYTES = 16 * 1024 * 1024;
-
-// In JSON text, a NUL (\u0000) or a lone surrogate (JSON.stringify writes both as \uXXXX escapes; a valid
-// pair is written raw) cannot be stored by PostgreSQL's jsonb. Preceded by an even number of backslashes,
-// the escape is real (not an escaped backslash followed by "u0000").
-const UNSTORABLE_ESCAPE = /(?<!\\)(?:\\\\)*\\u(?:0000|d[89a-f][0-9a-f]{2})/i;
-
-/** The serialized payload and its size in bytes, or a reason it cannot be stored. */
-export function serializePayload(payload: unknown): { text: string; bytes: number } | { problem: string } {
-  if (payload === undefined) return { problem: "payload is required (any JSON value)" };
-  const text = JSON.stringify(payload);
-  const bytes = Buffer.byteLength(text, "utf8");
-  if (bytes > MAX_PAYLOAD_BYTES) return { problem: `payload must be at most ${MAX_PAYLOAD_BYTES} bytes serialized (it is ${bytes})` };
-  if (UNSTORABLE_ESCAPE.test(text)) return { problem: "payload strings must not contain NUL (\\u0000) or lone surrogates" };
-  return { text, bytes };
-}
+/** The media type of a JSON `payload` when the sender names none. */
+export const JSON_CONTENT_TYPE = "application/json";
 
 const errorText = z
   .string()
@@ -38,21 +31,57 @@ const errorText = z
 
 const isoTime = z.iso.datetime({ offset: true, error: "must be an ISO-8601 time, e.g. 2026-12-03T10:00:00Z" });
 
-export const deadLetterInput = z.strictObject({
-  source: sourceName,
-  eventId,
-  eventType,
-  payload: z.unknown(),
-  error: errorText,
-  attempts: z.number().int("must be a whole number").min(0).max(1_000_000).optional(),
-  failedAt: isoTime.optional(),
-  queue: z
-    .string()
-    .min(1, "must not be empty")
-    .max(255, "must be at most 255 characters")
-    .refine((s) => !/[\u0000-\u001f\u007f]/.test(s), "must not contain control characters")
-    .optional(),
-});
+/** A Content-Type header value (RFC 9110 media type with parameters), sent as is on replay. */
+export const mediaType = z
+  .string()
+  .max(255, "must be at most 255 characters")
+  .refine((s) => {
+    try {
+      parseMediaType(s);
+      return true;
+    } catch {
+      return false;
+    }
+  }, "must be a media type such as application/x-www-form-urlencoded or text/xml; charset=utf-8");
+
+/** Standard base64 with padding (RFC 4648 section 4), canonical, so one string means one byte sequence. */
+const base64 = z
+  .string()
+  .refine(
+    (s) => /^[A-Za-z0-9+/]*={0,2}$/.test(s) && s.length % 4 === 0 && Buffer.from(s, "base64").toString("base64") === s,
+    "must be standard base64 (A-Z a-z 0-9 + /, padded with =)",
+  );
+
+export const deadLetterInput = z
+  .strictObject({
+    source: sourceName,
+    eventId,
+    eventType,
+    /** Any JSON value: stored and replayed as the exact bytes of its source text in the request. */
+    payload: z.unknown().optional(),
+    /** Or any bytes, as base64, replayed with `contentType` (form-encoded, XML, …). */
+    payloadBase64: base64.optional(),
+    /** The replay's Content-Type: required with payloadBase64, application/json by default with payload. */
+    contentType: mediaType.optional(),
+    error: errorText,
+    attempts: z.number().int("must be a whole number").min(0).max(1_000_000).optional(),
+    failedAt: isoTime.optional(),
+    queue: z
+      .string()
+      .min(1, "must not be empty")
+      .max(255, "must be at most 255 characters")
+      .refine((s) => !/[\u0000-\u001f\u007f]/.test(s), "must not contain control characters")
+      .optional(),
+  })
+  .superRefine((d, ctx) => {
+    if (d.payload === undefined && d.payloadBase64 === undefined) {
+      ctx.addIssue({ code: "custom", path: ["payload"], message: "is required: any JSON value (or payloadBase64 with contentType)" });
+    } else if (d.payload !== undefined && d.payloadBase64 !== undefined) {
+      ctx.addIssue({ code: "custom", path: ["payloadBase64"], message: "send payload or payloadBase64, not both" });
+    } else if (d.payloadBase64 !== undefined && d.contentType === undefined) {
+      ctx.addIssue({ code: "custom", path: ["contentType"], message: "is required with payloadBase64 (the media type to replay it with)" });
+    }
+  });
 export type DeadLetterInput = z.input<typeof deadLetterInput>;
 
 /** The batch body must be `{ items: [...] }`; each item is validated on its own. */
@@ -98,7 +127,17 @@ export type DeadLetter = {
   key: { state: KeyStateName; expiresAt: string | null };
 };
 
-export type DeadLetterDetail = DeadLetter & { payload: unknown; lastReplayError: string | null };
+/**
+ * One letter with its payload exactly as stored: `payloadBase64` always, `payloadText` too when the bytes
+ * are valid UTF-8 (the JSON text as sent, byte for byte; never re-serialized).
+ */
+export type DeadLetterDetail = DeadLetter & {
+  contentType: string;
+  payloadBytes: number;
+  payloadBase64: string;
+  payloadText: string | null;
+  lastReplayError: string | null;
+};
 
 export type DeadLetterList = {
   items: DeadLetter[];

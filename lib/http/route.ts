@@ -132,13 +132,39 @@ export const MAX_BODY_BYTES = 1024 * 1024;
 
 /** Reads a JSON body: 413 above 1 MiB, 415 unless JSON, 400 when it does not parse. */
 export async function readJson(req: Request, maxBytes = MAX_BODY_BYTES): Promise<unknown> {
+  assertJsonType(req, maxBytes);
+  const text = (await readLimited(req, maxBytes)).toString("utf8");
+  return parseJson(text);
+}
+
+/**
+ * A JSON body with the bytes it was parsed from, for a route that must keep part of it exactly as sent
+ * (dead-letter payloads). Like readJson, and also 400 when the body is not valid UTF-8 (RFC 8259 8.1),
+ * so the bytes and the parsed value always say the same thing. JSON.parse is iterative in V8: any
+ * nesting depth parses without exhausting the stack.
+ */
+export async function readJsonBody(req: Request, maxBytes = MAX_BODY_BYTES): Promise<{ bytes: Buffer; value: unknown }> {
+  assertJsonType(req, maxBytes);
+  const bytes = await readLimited(req, maxBytes);
+  let text: string;
+  try {
+    text = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true }).decode(bytes);
+  } catch {
+    throw KeywardError.badRequest("malformed_json", "body is not valid UTF-8");
+  }
+  return { bytes, value: parseJson(text) };
+}
+
+function assertJsonType(req: Request, maxBytes: number): void {
   const type = req.headers.get("content-type") ?? "";
   if (!/^application\/(.+\+)?json\b/i.test(type)) {
     throw new KeywardError(415, "unsupported_media_type", "send the body as Content-Type: application/json");
   }
   const declared = Number(req.headers.get("content-length") ?? NaN);
   if (declared > maxBytes) throw tooLarge(maxBytes);
-  const text = await readLimited(req, maxBytes);
+}
+
+function parseJson(text: string): unknown {
   try {
     return JSON.parse(text);
   } catch (err) {
@@ -157,8 +183,8 @@ function tooLarge(maxBytes: number) {
   return new KeywardError(413, "body_too_large", `body exceeds ${maxBytes} bytes`);
 }
 
-async function readLimited(req: Request, maxBytes: number): Promise<string> {
-  if (!req.body) return "";
+async function readLimited(req: Request, maxBytes: number): Promise<Buffer> {
+  if (!req.body) return Buffer.alloc(0);
   const reader = req.body.getReader();
   const chunks: Uint8Array[] = [];
   let size = 0;
@@ -172,5 +198,5 @@ async function readLimited(req: Request, maxBytes: number): Promise<string> {
     }
     chunks.push(value);
   }
-  return Buffer.concat(chunks).toString("utf8");
+  return Buffer.concat(chunks);
 }

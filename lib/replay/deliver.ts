@@ -18,7 +18,7 @@
  * Only the first RESPONSE_BODY_CAP bytes of a response are read (for the error text); the rest is
  * discarded, so a destination answering megabytes costs nothing.
  */
-import { Webhook } from "standardwebhooks";
+import { createHash, createHmac } from "node:crypto";
 
 export const USER_AGENT = "Keyward-Replay/1.0 (webhook re-drive)";
 export const DEFAULT_TIMEOUT_MS = 10_000;
@@ -26,33 +26,78 @@ export const DEFAULT_TIMEOUT_MS = 10_000;
 export const RESPONSE_BODY_CAP = 4096;
 /** Longest error string returned (the response excerpt is trimmed to fit). */
 export const MAX_ERROR_LENGTH = 300;
+/** The header carrying the original event id, percent-encoded UTF-8 (see webhookIdFor). */
+export const EVENT_ID_HEADER = "keyward-event-id";
 
-export type SignInput = { id: string; timestamp: Date; body: string; secret: string };
+/**
+ * An event id sent as `webhook-id` unchanged: 1–255 characters of an HTTP token (RFC 9110 tchar: ASCII
+ * letters, digits and !#$%&'*+-^_`|~), without `.` (Standard Webhooks signs "id.timestamp.body", and
+ * asks ids to contain no dot). Anything else (non-ASCII, dots, spaces, `/`, `:`…) is mapped.
+ */
+const PLAIN_ID = /^[A-Za-z0-9!#$%&'*+\-^_`|~]{1,255}$/;
+
+/**
+ * The `webhook-id` a replay of `eventId` carries: the event id itself when it is a plain token (above),
+ * otherwise `kw_` + the first 16 bytes of SHA-256(UTF-8 id) as base64url (25 characters): stable, so
+ * every replay of one event carries the same id, and ASCII, so it travels as the exact bytes signed.
+ * Pure.
+ */
+export function webhookIdFor(eventId: string): string {
+  if (PLAIN_ID.test(eventId)) return eventId;
+  return `kw_${createHash("sha256").update(eventId, "utf8").digest().subarray(0, 16).toString("base64url")}`;
+}
+
+/** The `keyward-event-id` header value: the event id as percent-encoded UTF-8 (decodeURIComponent undoes it). */
+export function encodeEventIdHeader(eventId: string): string {
+  return encodeURIComponent(eventId);
+}
+
+/**
+ * `id` is the `webhook-id` header value (ASCII: see webhookIdFor); `body` the exact bytes sent; `secret`
+ * one secret, or several during a rotation's grace period (current first).
+ */
+export type SignInput = { id: string; timestamp: Date; body: string | Uint8Array; secret: string | readonly string[] };
+
+const SECRET_FORMAT = /^whsec_[A-Za-z0-9+/]+={0,2}$/;
 
 /**
  * The Standard Webhooks headers for one message: `webhook-id`, `webhook-timestamp` (unix seconds) and
  * `webhook-signature: v1,<base64 HMAC-SHA256 of "id.timestamp.body">`, keyed with the base64-decoded part
- * of a `whsec_<base64>` secret. Throws on a secret that is not in that form.
+ * of a `whsec_<base64>` secret; with several secrets, one `v1,…` per secret separated by spaces (the
+ * spec's list: a receiver accepts the message when any of them verifies). The HMAC runs over the body's
+ * bytes as they are (a string is UTF-8), not over a decoded copy, so a body that is not UTF-8 is signed
+ * as sent; the standardwebhooks package's own `sign` decodes a Buffer to a string first and would sign
+ * other bytes. Throws on a secret not in that form, or an id that is not a header-safe token.
  */
 export function signWebhook(input: SignInput): Record<string, string> {
-  if (!/^whsec_[A-Za-z0-9+/]+={0,2}$/.test(input.secret)) {
+  const secrets = typeof input.secret === "string" ? [input.secret] : input.secret;
+  if (secrets.length === 0 || !secrets.every((s) => SECRET_FORMAT.test(s))) {
     throw new Error("signing secret must be whsec_ followed by base64");
   }
-  const signature = new Webhook(input.secret).sign(input.id, input.timestamp, input.body);
+  if (!PLAIN_ID.test(input.id)) throw new Error(`webhook-id must be a token without dots (see webhookIdFor), got ${JSON.stringify(input.id)}`);
+  const timestamp = String(Math.floor(input.timestamp.getTime() / 1000));
+  const body = typeof input.body === "string" ? Buffer.from(input.body, "utf8") : input.body;
+  const signatures = secrets.map((secret) => {
+    const key = Buffer.from(secret.slice("whsec_".length), "base64");
+    return `v1,${createHmac("sha256", key).update(`${input.id}.${timestamp}.`, "utf8").update(body).digest("base64")}`;
+  });
   return {
     "webhook-id": input.id,
-    "webhook-timestamp": String(Math.floor(input.timestamp.getTime() / 1000)),
-    "webhook-signature": signature,
+    "webhook-timestamp": timestamp,
+    "webhook-signature": signatures.join(" "),
   };
 }
 
 export type DeliverInput = {
   url: string;
-  /** The event id: sent as `webhook-id`, which the receiver uses as its dedup key. */
+  /** The event id: its webhook-id (webhookIdFor) is the receiver's dedup key; sent in full as keyward-event-id. */
   id: string;
-  /** The original payload, sent byte for byte and signed as such. */
-  body: string;
-  secret: string;
+  /** The original payload, sent byte for byte and signed as such (a string is sent as UTF-8). */
+  body: string | Uint8Array;
+  /** The Content-Type sent (default application/json). */
+  contentType?: string;
+  /** The signing secret, or the current and the previous one during a rotation's grace period. */
+  secret: string | readonly string[];
   replayId: string;
   timeoutMs?: number;
   signal?: AbortSignal;
@@ -85,7 +130,7 @@ export async function deliverOnce(input: DeliverInput): Promise<DeliverResult> {
   }
   let signed: Record<string, string>;
   try {
-    signed = signWebhook({ id: input.id, timestamp: new Date(), body: input.body, secret: input.secret });
+    signed = signWebhook({ id: webhookIdFor(input.id), timestamp: new Date(), body: input.body, secret: input.secret });
   } catch (err) {
     return fail(null, (err as Error).message, false);
   }
@@ -107,12 +152,14 @@ export async function deliverOnce(input: DeliverInput): Promise<DeliverResult> {
       res = await fetch(url, {
         method: "POST",
         headers: {
-          "content-type": "application/json",
+          "content-type": input.contentType ?? "application/json",
           "user-agent": USER_AGENT,
           "keyward-replay-id": input.replayId,
+          [EVENT_ID_HEADER]: encodeEventIdHeader(input.id),
           ...signed,
         },
-        body: input.body,
+        // Bytes from Buffer/pg are backed by an ordinary ArrayBuffer; the DOM typing wants that stated.
+        body: input.body as string | Uint8Array<ArrayBuffer>,
         redirect: "manual",
         signal: controller.signal,
       });

@@ -8,11 +8,13 @@
  *      replay row, `FOR UPDATE SKIP LOCKED`; a dead worker's lease lapses after KEYWARD_REPLAY_LEASE_SECONDS),
  *      so each replay has one driver at a time and its rate limit holds across instances;
  *   2. for each, in a loop: renews its leases and re-reads the replay's status (pause/cancel take effect
- *      here, so within one batch), leases the next batch of due items (`FOR UPDATE SKIP LOCKED`, status
+ *      here, so within one batch), re-reads the source's destination and signing secrets (a rotation or a
+ *      new destination applies from the next batch; the destination is noted on the replay for its
+ *      progress; during a rotation's grace period both secrets sign), leases the next batch of due items (`FOR UPDATE SKIP LOCKED`, status
  *      delivering with lease_until; a lapsed lease is picked up again), and delivers them with at most
  *      `concurrency` in flight and `ratePerSecond` starts per second;
  *   3. per item: re-checks the key just before the send (classify.ts recheckBeforeSend), then POSTs the
- *      payload (deliver.ts); 2xx → delivered (dead letter delivered); a retryable failure → pending again
+ *      payload's stored bytes with its stored content type (deliver.ts); 2xx → delivered (dead letter delivered); a retryable failure → pending again
  *      after a backoff, up to MAX_ATTEMPTS; otherwise failed (dead letter back to pending). Each final
  *      outcome is written with its audit `replayed` row in one statement, conditional on this worker still
  *      holding the item's lease;
@@ -54,8 +56,17 @@ export function afterAttempt(
   return { outcome: "failed", countsAsAttempt: true };
 }
 
-type ReplayRow = { id: string; source: string; rate_per_second: number; concurrency: number; forced: boolean; created_by: string };
+type ReplayRow = {
+  id: string;
+  source: string;
+  rate_per_second: number;
+  concurrency: number;
+  forced: boolean;
+  created_by: string;
+  destination: string | null;
+};
 type LeasedItem = { dead_letter_id: string; event_id: string; category: Category; attempts: number };
+type Payload = { body: Buffer; content_type: string };
 
 const TAKE_REPLAYS_SQL = `
 UPDATE replays r SET worker = $1, worker_lease_until = now() + make_interval(secs => $2::int)
@@ -64,7 +75,7 @@ FROM (SELECT id FROM replays
         AND (worker IS NULL OR worker = $1 OR worker_lease_until < now())
       ORDER BY created_at LIMIT $4 FOR UPDATE SKIP LOCKED) pick
 WHERE r.id = pick.id
-RETURNING r.id, r.source, r.rate_per_second, r.concurrency, r.forced, r.created_by`;
+RETURNING r.id, r.source, r.rate_per_second, r.concurrency, r.forced, r.created_by, r.destination`;
 
 /** Renews the replay's lease and its leased items' leases; answers the replay's status (none: lease lost). */
 const HEARTBEAT_SQL = `
@@ -177,13 +188,20 @@ export function startReplayWorker(options: WorkerOptions = {}): ReplayWorker {
     }
   }
 
-  async function drive(r: ReplayRow): Promise<void> {
-    let target: { url: string; secret: string };
+  type Target = Awaited<ReturnType<typeof replayTarget>>;
+
+  /**
+   * The source's destination and signing secrets now (read at each batch, so a rotation or a new
+   * destination applies from the next batch), noted on the replay when it changed; null when either went
+   * away: the replay is then paused, with the reason in the action log.
+   */
+  async function currentTarget(r: ReplayRow, noted: string | null): Promise<Target | null> {
     try {
-      target = await replayTarget(r.source);
+      const target = await replayTarget(r.source);
+      if (target.url !== noted) await query("UPDATE replays SET destination = $2 WHERE id = $1", [r.id, target.url]);
+      return target;
     } catch (err) {
       if (!(err instanceof KeywardError) || err.status !== 409) throw err;
-      // The destination or secret went away after the replay started: pause it, say why.
       await query("UPDATE replays SET status = 'paused', worker = NULL WHERE id = $1 AND status = 'running'", [r.id]);
       await recordAction(WORKER_ACTOR, {
         action: "replay.pause",
@@ -193,8 +211,11 @@ export function startReplayWorker(options: WorkerOptions = {}): ReplayWorker {
         reason: err.message,
       });
       log(`replay ${r.id} paused: ${err.message}`);
-      return;
+      return null;
     }
+  }
+
+  async function drive(r: ReplayRow): Promise<void> {
     const limiter = new RateLimiter(r.rate_per_second);
     const size = batchSize(r.rate_per_second, r.concurrency);
     const heartbeatMs = Math.max(500, (leaseSeconds * 1000) / 3);
@@ -203,9 +224,13 @@ export function startReplayWorker(options: WorkerOptions = {}): ReplayWorker {
     try {
       heartbeat = setInterval(() => void beat().catch(() => {}), heartbeatMs);
       heartbeat.unref();
+      let noted = r.destination;
       while (!abort.signal.aborted) {
         const status = await beat();
         if (status !== "running") return; // paused, cancelled, or another worker took over
+        const target = await currentTarget(r, noted);
+        if (!target) return;
+        noted = target.url;
         const items = await query<LeasedItem>(LEASE_ITEMS_SQL, [r.id, size, leaseSeconds, workerId]);
         if (items.length === 0) {
           const done = await query<{ source: string; total: number; counts: Record<string, number> }>(COMPLETE_SQL, [r.id]);
@@ -221,12 +246,13 @@ export function startReplayWorker(options: WorkerOptions = {}): ReplayWorker {
           await sleep(Math.min(pollMs, 1000)); // retries waiting for their backoff
           continue;
         }
+        // The payload bytes exactly as received at intake, and the media type they go out with.
         const payloads = new Map(
           (
-            await query<{ id: string; body: string }>("SELECT id, payload::text AS body FROM dead_letters WHERE id = ANY($1::uuid[])", [
+            await query<Payload & { id: string }>("SELECT id, payload AS body, content_type FROM dead_letters WHERE id = ANY($1::uuid[])", [
               items.map((i) => i.dead_letter_id),
             ])
-          ).map((p) => [p.id, p.body]),
+          ).map((p) => [p.id, p]),
         );
         let next = 0;
         const slot = async () => {
@@ -267,12 +293,12 @@ export function startReplayWorker(options: WorkerOptions = {}): ReplayWorker {
 
   async function deliverItem(
     r: ReplayRow,
-    target: { url: string; secret: string },
+    target: Target,
     item: LeasedItem,
-    body: string | undefined,
+    payload: Payload | undefined,
     limiter: RateLimiter,
   ): Promise<void> {
-    if (body === undefined) {
+    if (payload === undefined) {
       await settle(r, item, "failed", { attempt: false, error: "the dead letter no longer exists" });
       return;
     }
@@ -289,7 +315,16 @@ export function startReplayWorker(options: WorkerOptions = {}): ReplayWorker {
       await settle(r, item, "skipped_unsafe", { attempt: false, error: check.reason });
       return;
     }
-    const result = await deliverOnce({ url: target.url, id: item.event_id, body, secret: target.secret, replayId: r.id, timeoutMs, signal: abort.signal });
+    const result = await deliverOnce({
+      url: target.url,
+      id: item.event_id,
+      body: payload.body,
+      contentType: payload.content_type,
+      secret: target.secrets,
+      replayId: r.id,
+      timeoutMs,
+      signal: abort.signal,
+    });
     const next = afterAttempt(result, item.attempts);
     await settle(r, item, next.outcome, {
       attempt: next.countsAsAttempt,

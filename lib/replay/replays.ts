@@ -190,12 +190,13 @@ type ReplayRow = {
   created_at: Date;
   finished_at: Date | null;
   total: number;
+  destination: string | null;
   counts: Partial<Record<Outcome, number>> | null;
 };
 
 const SUMMARY_SQL = `
 SELECT r.id, r.source, r.status, r.preflight_id, r.include, r.forced, r.force_reason, r.rate_per_second, r.concurrency,
-       r.created_by, r.created_at, r.finished_at, r.total,
+       r.created_by, r.created_at, r.finished_at, r.total, r.destination,
        (SELECT jsonb_object_agg(outcome, n) FROM (SELECT outcome, count(*)::int AS n FROM replay_items WHERE replay_id = r.id GROUP BY outcome) c) AS counts
 FROM replays r`;
 
@@ -215,6 +216,7 @@ function toSummary(r: ReplayRow): ReplaySummary {
     createdAt: r.created_at.toISOString(),
     finishedAt: r.finished_at?.toISOString() ?? null,
     total: r.total,
+    destination: r.destination,
     counts,
   };
 }

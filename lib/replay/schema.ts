@@ -112,6 +112,8 @@ export type ReplaySummary = {
   createdAt: string;
   finishedAt: string | null;
   total: number;
+  /** Where the executor sends this replay's items now (the source's destination, read at each batch); null before its first batch. */
+  destination: string | null;
   counts: Record<Outcome, number>;
 };
 

@@ -139,6 +139,8 @@ export type SourceInfo = z.infer<typeof sourceParts> & {
   replayDestination: string | null;
   /** When the signing secret was last generated; the secret itself is never returned after its creation. */
   signingSecretSetAt: Date | null;
+  /** Until when the secret before the last rotation also signs replays (null: no grace period was given). */
+  signingSecretGraceUntil: Date | null;
   createdAt: Date;
   updatedAt: Date;
 };

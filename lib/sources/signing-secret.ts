@@ -9,9 +9,17 @@
  * key sits in the same database, so encryption only keeps the secret out of casual reads of `sources`
  * (exports, query results, logs). Changing the auth secret makes stored signing secrets unreadable:
  * replays then refuse with `signing_secret_unreadable` until the secret is generated again.
+ *
+ * Rotation without an outage: a rotation keeps the previous secret (encrypted the same way) for a grace
+ * period (KEYWARD_SIGNING_SECRET_GRACE_SECONDS, default 24 h, or the rotation's own `graceSeconds`), during
+ * which replays are signed with both (Standard Webhooks' space-separated `webhook-signature` list), so the
+ * receiver can switch to the new secret at any moment of it; after it, only the new one signs. A second
+ * rotation within a grace period replaces the previous secret with the one it rotates out.
  */
 import { createCipheriv, createDecipheriv, hkdfSync, randomBytes } from "node:crypto";
+import { z } from "zod";
 import { KeywardError } from "../errors";
+import { loadEnv } from "../config/env";
 import { prisma } from "../db/client";
 import { parseOrThrow } from "../http/validate";
 import { recordAction } from "../audit/actions";
@@ -50,43 +58,82 @@ export function generateSigningSecret(): string {
   return `whsec_${randomBytes(32).toString("base64")}`;
 }
 
-/** Generates (or rotates) a source's signing secret; the only time the secret is returned. Recorded. */
-export async function rotateSigningSecret(name: string, actor: Principal): Promise<{ secret: string; setAt: string }> {
+/** Optional body of a rotation: how long the previous secret keeps signing (0: not at all). */
+export const rotateSigningSecretRequest = z.strictObject({
+  graceSeconds: z
+    .number()
+    .int("must be a whole number of seconds")
+    .min(0)
+    .max(30 * 86400, "must be at most 30 days (2592000 seconds)")
+    .optional(),
+});
+
+/**
+ * Generates (or rotates) a source's signing secret; the only time the secret is returned. The previous
+ * secret keeps signing until `graceUntil` (null: no previous secret, or a grace of 0). Recorded.
+ */
+export async function rotateSigningSecret(
+  name: string,
+  actor: Principal,
+  input: unknown = {},
+): Promise<{ secret: string; setAt: string; graceUntil: string | null }> {
   const n = parseOrThrow(sourceName, name);
+  const graceSeconds = parseOrThrow(rotateSigningSecretRequest, input).graceSeconds ?? loadEnv().KEYWARD_SIGNING_SECRET_GRACE_SECONDS;
   const secret = generateSigningSecret();
   const enc = encryptSecret(secret, await authSecret());
   return prisma().$transaction(async (tx) => {
-    const [row] = await tx.$queryRaw<{ set_at: Date; had: boolean }[]>`
-      UPDATE sources s SET signing_secret_enc = ${enc}, signing_secret_set_at = now(), updated_at = now()
-      FROM (SELECT name, signing_secret_enc IS NOT NULL AS had FROM sources WHERE name = ${n} FOR UPDATE) old
+    const [row] = await tx.$queryRaw<{ set_at: Date; had: boolean; grace_until: Date | null }[]>`
+      UPDATE sources s SET signing_secret_enc = ${enc}, signing_secret_set_at = now(), updated_at = now(),
+             signing_secret_prev_enc = CASE WHEN ${graceSeconds}::int > 0 THEN old.enc END,
+             signing_secret_grace_until = CASE WHEN ${graceSeconds}::int > 0 AND old.enc IS NOT NULL
+                                               THEN now() + make_interval(secs => ${graceSeconds}::int) END
+      FROM (SELECT name, signing_secret_enc AS enc, signing_secret_enc IS NOT NULL AS had FROM sources WHERE name = ${n} FOR UPDATE) old
       WHERE s.name = old.name
-      RETURNING s.signing_secret_set_at AS set_at, old.had`;
+      RETURNING s.signing_secret_set_at AS set_at, old.had, s.signing_secret_grace_until AS grace_until`;
     if (!row) throw KeywardError.notFound("source_not_found", `no source named "${n}"`);
     await recordAction(
       actor,
-      { action: "source.signing_secret.rotate", target: { type: "source", id: n }, source: n, after: { replaced: row.had, setAt: row.set_at } },
+      {
+        action: "source.signing_secret.rotate",
+        target: { type: "source", id: n },
+        source: n,
+        after: { replaced: row.had, setAt: row.set_at, graceUntil: row.grace_until },
+      },
       tx,
     );
-    return { secret, setAt: row.set_at.toISOString() };
+    return { secret, setAt: row.set_at.toISOString(), graceUntil: row.grace_until?.toISOString() ?? null };
   });
 }
 
-/** The source's destination and signing secret for a delivery; 409 when either is missing or unreadable. */
-export async function replayTarget(name: string): Promise<{ url: string; secret: string }> {
-  const s = await prisma().source.findUnique({ where: { name }, select: { replayDestination: true, signingSecretEnc: true } });
+/**
+ * Where a replay of this source sends now, and the secrets it signs with: the current one first, then the
+ * previous one while its grace period runs (by the database clock). 409 when the destination or the
+ * current secret is missing or unreadable. The executor calls it at each batch, so a rotation or a new
+ * destination applies from the next batch on.
+ */
+export async function replayTarget(name: string): Promise<{ url: string; secret: string; secrets: string[]; graceUntil: Date | null }> {
+  const [s] = await prisma().$queryRaw<
+    { replay_destination: string | null; signing_secret_enc: string | null; prev_enc: string | null; grace_until: Date | null }[]
+  >`SELECT replay_destination, signing_secret_enc,
+           CASE WHEN signing_secret_grace_until > now() THEN signing_secret_prev_enc END AS prev_enc,
+           CASE WHEN signing_secret_grace_until > now() THEN signing_secret_grace_until END AS grace_until
+    FROM sources WHERE name = ${name}`;
   if (!s) throw KeywardError.notFound("source_not_found", `no source named "${name}"`);
-  if (!s.replayDestination) {
+  if (!s.replay_destination) {
     throw KeywardError.conflict("replay_destination_missing", `source "${name}" has no replay destination: set replayDestination (PATCH /api/v1/sources/${name})`);
   }
-  if (!s.signingSecretEnc) {
+  if (!s.signing_secret_enc) {
     throw KeywardError.conflict("signing_secret_missing", `source "${name}" has no signing secret: generate one (POST /api/v1/sources/${name}/signing-secret)`);
   }
-  const secret = decryptSecret(s.signingSecretEnc, await authSecret());
+  const key = await authSecret();
+  const secret = decryptSecret(s.signing_secret_enc, key);
   if (secret === null) {
     throw KeywardError.conflict(
       "signing_secret_unreadable",
       `the signing secret of "${name}" cannot be decrypted (the auth secret changed?): generate a new one`,
     );
   }
-  return { url: s.replayDestination, secret };
+  // An unreadable previous secret only loses the overlap; the current one still signs.
+  const previous = s.prev_enc ? decryptSecret(s.prev_enc, key) : null;
+  return { url: s.replay_destination, secret, secrets: previous ? [secret, previous] : [secret], graceUntil: previous ? s.grace_until : null };
 }

@@ -43,7 +43,7 @@ export async function createSource(input: CreateSourceRequest, actor: Principal)
 }
 
 /** The encrypted signing secret never leaves lib/sources/signing-secret.ts. */
-const OMIT_SECRET = { signingSecretEnc: true } as const;
+const OMIT_SECRET = { signingSecretEnc: true, signingSecretPrevEnc: true } as const;
 
 export async function listSources(): Promise<SourceInfo[]> {
   return prisma().source.findMany({ orderBy: { name: "asc" }, omit: OMIT_SECRET });

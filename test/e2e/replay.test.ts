@@ -214,6 +214,8 @@ describe("the Replay screen in Chromium", () => {
     await w.getByText("Finished: 6 delivered of 6.").waitFor({ timeout: 60_000 });
     expect(await w.getByText("All 6 events were delivered.").count()).toBe(1);
     expect(await w.locator('[data-outcome="delivered"]').innerText()).toBe("6");
+    // Where it sent: the source's destination, as the executor read it.
+    expect(await w.locator(".replay-destination").innerText()).toBe(`Sent to ${receiver.url}`);
 
     // The receiver got each included event once: the never-processed ones were processed, the processed
     // ones with live keys answered as duplicates, and the one whose key is gone was never sent.
@@ -279,6 +281,20 @@ describe("the Replay screen in Chromium", () => {
     await card.getByRole("button", { name: `Rotate signing secret of ${source}` }).waitFor();
     await secret.getByRole("button", { name: "I have stored it, hide it" }).click();
     expect(await card.getByText(value).count()).toBe(0);
+    expect(await card.getByText("Rotation grace period").count()).toBe(0); // a first secret overlaps nothing
+
+    // Rotating: the old secret keeps signing next to the new one until the grace period's end, shown on the card.
+    await card.getByRole("button", { name: `Rotate signing secret of ${source}` }).click();
+    expect(await card.innerText()).toMatch(/signed with both the current and the new secret for a grace period/);
+    await card.getByRole("button", { name: "Rotate now", exact: true }).click();
+    const rotated = card.getByRole("region", { name: `Signing secret of ${source}` });
+    await rotated.getByText(/The previous secret keeps signing replays next to this one until/).waitFor();
+    await rotated.getByRole("button", { name: "I have stored it, hide it" }).click();
+    const grace = card.locator(".signing-grace");
+    await grace.waitFor();
+    expect(await grace.innerText()).toMatch(/^The previous secret also signs replays until .+: switch the destination to the new one before then$/);
+    const [{ until }] = await sql<{ until: Date }>("SELECT signing_secret_grace_until AS until FROM sources WHERE name = $1", [source]);
+    expect(await grace.locator("time").getAttribute("datetime")).toBe(until.toISOString());
 
     const [row] = await sql<{ replay_destination: string; set: boolean }>(
       "SELECT replay_destination, signing_secret_set_at IS NOT NULL AS set FROM sources WHERE name = $1",

@@ -5,7 +5,7 @@ import { describe, expect, it } from "vitest";
 import { cliPrincipal } from "../../lib/auth/principal";
 import { createPreflight } from "../../lib/replay/preflight";
 import { startReplay } from "../../lib/replay/replays";
-import { makeSource, uniq } from "../setup/db";
+import { makeSource, sql, uniq } from "../setup/db";
 import { readyForReplay, seedDeadLetters } from "../setup/replay";
 
 const BIN = path.resolve(import.meta.dirname, "../../bin/keyward.cjs");
@@ -42,8 +42,11 @@ describe("keyward replay", { timeout: 240_000 }, () => {
     const again = await keyward("replay", "resume", replayId);
     expect(again.code).toBe(1);
     expect(again.stderr).toMatch(/cannot resume a cancelled replay/);
+    // Where it sent, as the executor noted it (no worker runs here: noted by hand).
+    await sql("UPDATE replays SET destination = 'http://127.0.0.1:9/never' WHERE id = $1", [replayId]);
     const text = await keyward("replay", "show", replayId);
     expect(text.stdout).toContain(`replay ${replayId} of ${source}: cancelled, 2/2 settled`);
+    expect(text.stdout).toContain("  sent to http://127.0.0.1:9/never");
 
     const missing = await keyward("replay", "show", "00000000-0000-4000-8000-000000000000");
     expect(missing.code).toBe(1);

@@ -4,6 +4,7 @@
  * classification per status, timeout, abort, redirects refused, the response-body cap; the backoff
  * schedule; the rate limiter on a virtual clock (exact counts, no wall-clock assertions).
  */
+import { createHash, createHmac } from "node:crypto";
 import http from "node:http";
 import type { AddressInfo } from "node:net";
 import { Webhook } from "standardwebhooks";
@@ -12,8 +13,10 @@ import {
   backoffCeilingMs,
   backoffMs,
   deliverOnce,
+  encodeEventIdHeader,
   RateLimiter,
   signWebhook,
+  webhookIdFor,
   USER_AGENT,
   type LimiterClock,
 } from "../../lib/replay/deliver";
@@ -21,7 +24,7 @@ import { freePort } from "../setup/server";
 
 const SECRET = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
 
-type Seen = { method: string; url: string; headers: http.IncomingHttpHeaders; body: string };
+type Seen = { method: string; url: string; headers: http.IncomingHttpHeaders; body: string; rawBody: Buffer };
 type Handler = (req: http.IncomingMessage, res: http.ServerResponse, body: string) => void;
 
 /** A real HTTP server whose behaviour per path is set by the test; it records every request. */
@@ -29,10 +32,12 @@ class TestServer {
   seen: Seen[] = [];
   routes = new Map<string, Handler>();
   private server = http.createServer((req, res) => {
-    let body = "";
-    req.on("data", (c: Buffer) => (body += c.toString()));
+    const chunks: Buffer[] = [];
+    req.on("data", (c: Buffer) => chunks.push(c));
     req.on("end", () => {
-      this.seen.push({ method: req.method!, url: req.url!, headers: req.headers, body });
+      const rawBody = Buffer.concat(chunks);
+      const body = rawBody.toString();
+      this.seen.push({ method: req.method!, url: req.url!, headers: req.headers, body, rawBody });
       const h = this.routes.get(req.url!.split("?")[0]);
       if (h) h(req, res, body);
       else res.writeHead(404).end("no such route");
@@ -93,6 +98,27 @@ describe("signWebhook", () => {
     expect(() => new Webhook(SECRET).verify(body + " ", h)).toThrow(/signature/i);
   });
 
+  it("signs the body's bytes as they are: equal to the package's signature for UTF-8, and exact for bytes that are not UTF-8", () => {
+    const ts = new Date();
+    const utf8 = '{"name":"Zoë 東京 🎉","id":820982911946154508}';
+    expect(signWebhook({ id: "evt_1", timestamp: ts, body: Buffer.from(utf8), secret: SECRET })["webhook-signature"]).toBe(
+      new Webhook(SECRET).sign("evt_1", ts, utf8),
+    );
+    const latin1 = Buffer.from("name=Zo\xeb", "latin1");
+    const h = signWebhook({ id: "evt_1", timestamp: ts, body: latin1, secret: SECRET });
+    const key = Buffer.from(SECRET.slice(6), "base64");
+    const expected = createHmac("sha256", key).update(Buffer.concat([Buffer.from(`evt_1.${h["webhook-timestamp"]}.`), latin1])).digest("base64");
+    expect(h["webhook-signature"]).toBe(`v1,${expected}`);
+    // The package would have signed the U+FFFD-replaced string instead: another signature.
+    expect(h["webhook-signature"]).not.toBe(new Webhook(SECRET).sign("evt_1", ts, latin1));
+  });
+
+  it("refuses a webhook-id that is not a header-safe token (callers map event ids with webhookIdFor)", () => {
+    for (const id of ["évt_café", "事件_1", "a.b", "a b", ""]) {
+      expect(() => signWebhook({ id, timestamp: new Date(), body: "{}", secret: SECRET })).toThrow(/webhook-id/);
+    }
+  });
+
   it("refuses a secret that is not whsec_<base64>", () => {
     for (const secret of ["", "whsec_", "MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", "whsec_not base64!"]) {
       expect(() => signWebhook({ id: "e", timestamp: new Date(), body: "{}", secret })).toThrow(/whsec_/);
@@ -100,7 +126,47 @@ describe("signWebhook", () => {
   });
 });
 
+describe("webhookIdFor", () => {
+  it("passes a plain token through; maps anything else to a stable kw_ id of 25 ASCII characters", () => {
+    for (const id of ["evt_1NJ8xY2eZvKYlo2C", "msg_p5jXN8AQM9LWM0D4loKWxJek", "5f0c7b5e-7c2b-4b5e-9c1a-0d3c8f1e2a3b", "820982911946154508", "a~b|c!d#e$f%g&h'i*j+k^l`m"]) {
+      expect(webhookIdFor(id)).toBe(id);
+    }
+    const mapped = ["事件_1", "🎉party", "évt_café", "order.created.1", "evt 1", "a/b", "a:b", "x".repeat(256), 'q"uote'];
+    const ids = mapped.map(webhookIdFor);
+    for (const w of ids) expect(w).toMatch(/^kw_[A-Za-z0-9_-]{22}$/);
+    expect(new Set(ids).size).toBe(mapped.length);
+    // Stable: the same event id maps to the same webhook-id every time (the receiver's dedup key).
+    expect(webhookIdFor("事件_1")).toBe(ids[0]);
+    const digest = createHash("sha256").update("事件_1", "utf8").digest().subarray(0, 16).toString("base64url");
+    expect(ids[0]).toBe(`kw_${digest}`);
+  });
+
+  it("keyward-event-id carries the original id as percent-encoded UTF-8", () => {
+    for (const id of ["事件_1", "🎉party", "évt_café", "order.created.1", "evt 1", "evt_plain"]) {
+      const header = encodeEventIdHeader(id);
+      expect(header).toMatch(/^[\x21-\x7e]+$/);
+      expect(decodeURIComponent(header)).toBe(id);
+    }
+    expect(encodeEventIdHeader("évt_café")).toBe("%C3%A9vt_caf%C3%A9");
+  });
+});
+
 describe("deliverOnce", () => {
+  it("sends the stored bytes with their content type; a non-plain event id goes out as its kw_ id, signed as sent", async () => {
+    const url = dest.on("/form", (_q, res) => res.writeHead(204).end());
+    const body = Buffer.from("text=caf%C3%A9&n=820982911946154508&raw=\xe9", "latin1");
+    const r = await send(url, { id: "évt_café.1", body, contentType: "application/x-www-form-urlencoded; charset=utf-8" });
+    expect(r.ok).toBe(true);
+    const req = dest.seen.filter((s) => s.url === "/form").at(-1)!;
+    expect(req.headers["content-type"]).toBe("application/x-www-form-urlencoded; charset=utf-8");
+    expect(req.headers["webhook-id"]).toBe(webhookIdFor("évt_café.1"));
+    expect(req.headers["keyward-event-id"]).toBe("%C3%A9vt_caf%C3%A9.1");
+    expect(Buffer.from(req.rawBody).equals(body)).toBe(true);
+    const key = Buffer.from(SECRET.slice(6), "base64");
+    const signed = Buffer.concat([Buffer.from(`${req.headers["webhook-id"]}.${req.headers["webhook-timestamp"]}.`), body]);
+    expect(req.headers["webhook-signature"]).toBe(`v1,${createHmac("sha256", key).update(signed).digest("base64")}`);
+  });
+
   it("POSTs the body byte for byte with verifiable signature and the Keyward headers", async () => {
     const url = dest.on("/ok", (_q, res) => res.writeHead(200).end("thanks"));
     const body = JSON.stringify({ order: 42, note: "é ✓" });

@@ -294,7 +294,10 @@ describe("GET /api/v1/replays and GET /api/v1/dead-letters", () => {
     const one = await call(deadLetterRoute, { key, params: { id: row.id } });
     expect(one.status).toBe(200);
     expect(one.body).toMatchObject({ id: row.id, source, eventId: events.fresh, status: "pending", lastReplayError: null, key: { state: "none", expiresAt: null } });
-    expect(one.body.payload).toEqual({ id: events.fresh, n: 3 });
+    // The payload as stored: the exact JSON text (seeded in-process, so serialized once at intake).
+    const text = JSON.stringify({ id: events.fresh, n: 3 });
+    expect(one.body).toMatchObject({ contentType: "application/json", payloadText: text, payloadBytes: Buffer.byteLength(text) });
+    expect(Buffer.from(one.body.payloadBase64, "base64").toString("utf8")).toBe(text);
     const pf = await call(preflightGetRoute, { key, params: { id: preflightId } });
     expect(pf.status).toBe(200);
     expect(pf.body).toMatchObject({ preflightId, source, counts: { total: 5 } });

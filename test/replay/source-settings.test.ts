@@ -41,7 +41,8 @@ describe("replay destination and signing secret", () => {
     expect(second.secret).not.toBe(first.secret);
 
     await updateSource(source, { replayDestination: "https://example.test/hooks" }, ACTOR);
-    expect(await replayTarget(source)).toEqual({ url: "https://example.test/hooks", secret: second.secret });
+    // The first secret keeps signing next to the second during the rotation's grace period (24 h by default).
+    expect(await replayTarget(source)).toMatchObject({ url: "https://example.test/hooks", secret: second.secret, secrets: [second.secret, first.secret] });
 
     const listed = (await listSources()).find((s) => s.name === source)!;
     expect(listed).toMatchObject({ replayDestination: "https://example.test/hooks" });

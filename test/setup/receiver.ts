@@ -1,8 +1,11 @@
 /**
  * A webhook receiver for the replay tests and the bench, written the way a careful handler is: it
- * verifies the Standard Webhooks signature (401 when it does not verify), claims the event through
- * Keyward's claim API (POST /api/v1/claims, Bearer key with scope claims:write) with `webhook-id` as the
- * event id, and "processes" the event only when the claim answers `claimed`. It counts how many times it
+ * verifies the Standard Webhooks signature with the standardwebhooks package (401 when it does not
+ * verify), claims the event through Keyward's claim API (POST /api/v1/claims, Bearer key with scope
+ * claims:write) with the original event id (the `keyward-event-id` header, percent-decoded; `webhook-id`
+ * when absent) as the event id, and "processes" the event only when the claim answers `claimed`.
+ * Every request is also kept as received (`deliveries`: raw body bytes, raw header bytes, and whether an
+ * independent hand-written HMAC over those bytes matches), so tests can compare bytes exactly. It counts how many times it
  * processed each event id, so a test can prove "exactly once".
  *
  * Answers: 200 processed · 200 duplicate (already processed: the replay is done) · 401 bad signature ·
@@ -13,7 +16,7 @@
  * before the claim), `leaseSeconds` (claim with a lease and complete it after processing, as a handler
  * with real work would; without it the claim is done at once: one round trip per event).
  */
-import { createHash } from "node:crypto";
+import { createHash, createHmac, timingSafeEqual } from "node:crypto";
 import http from "node:http";
 import type { AddressInfo } from "node:net";
 import { Webhook } from "standardwebhooks";
@@ -35,7 +38,7 @@ export type ReceiverOptions = {
   latencyMs?: number;
   /** Claim with this lease and complete after processing (default: no lease). */
   leaseSeconds?: number;
-  /** Also send sha256(body) as the claim's payloadHash (default false: a replay re-serializes JSON). */
+  /** Also send sha256(body bytes) as the claim's payloadHash (default false). */
   payloadHash?: boolean;
   /** Event type when the body has no string `type` field (default "replayed"). */
   eventType?: string;
@@ -59,6 +62,37 @@ export type ReceiverCounts = {
   /** Times each event id was processed. */
   processed: Record<string, number>;
 };
+
+/** One request as it arrived: the body's bytes, each header's bytes (lower-cased names), the verdicts. */
+export type Delivery = {
+  body: Buffer;
+  headers: Record<string, Buffer>;
+  /** The standardwebhooks package's verify accepted it. */
+  verified: boolean;
+  /** A hand-written HMAC-SHA256 over the header and body bytes as received matches a v1 signature. */
+  handVerified: boolean;
+};
+
+/**
+ * Standard Webhooks verification written from the spec, independent of the package: HMAC-SHA256 keyed
+ * with the decoded secret over the bytes "webhook-id.webhook-timestamp.body" exactly as they arrived.
+ */
+export function handVerify(secret: string, headers: Record<string, Buffer>, body: Buffer): boolean {
+  const id = headers["webhook-id"];
+  const ts = headers["webhook-timestamp"];
+  const sig = headers["webhook-signature"];
+  if (!id || !ts || !sig) return false;
+  const key = Buffer.from(secret.replace(/^whsec_/, ""), "base64");
+  const expected = createHmac("sha256", key).update(Buffer.concat([id, Buffer.from("."), ts, Buffer.from("."), body])).digest();
+  return sig
+    .toString("latin1")
+    .split(" ")
+    .some((part) => {
+      const [version, value] = part.split(",");
+      const given = Buffer.from(value ?? "", "base64");
+      return version === "v1" && given.length === expected.length && timingSafeEqual(given, expected);
+    });
+}
 
 const MAX_BODY = 1024 * 1024;
 
@@ -91,6 +125,8 @@ export class Receiver {
   private readonly server: http.Server;
   /** performance.now() of each request's arrival (the bench derives the delivery rate from it). */
   readonly arrivals: number[] = [];
+  /** Every request as received, in arrival order. */
+  readonly deliveries: Delivery[] = [];
 
   constructor(private readonly o: ReceiverOptions) {
     this.secret = o.secret;
@@ -151,22 +187,38 @@ export class Receiver {
   private async handle(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
     this.counts.requests += 1;
     this.arrivals.push(performance.now());
-    const body = await readBody(req);
-    if (body === null) return reply(res, 413, { error: "body larger than 1 MiB" });
+    const raw = await readBody(req);
+    if (raw === null) return reply(res, 413, { error: "body larger than 1 MiB" });
     if (req.method !== "POST") return reply(res, 405, { error: "POST only" });
 
+    // Node decodes header values as Latin-1, so this gives back the bytes on the wire.
+    const rawHeaders: Record<string, Buffer> = {};
+    for (let i = 0; i + 1 < req.rawHeaders.length; i += 2) rawHeaders[req.rawHeaders[i].toLowerCase()] = Buffer.from(req.rawHeaders[i + 1], "latin1");
+    const delivery: Delivery = { body: raw, headers: rawHeaders, verified: false, handVerified: false };
+    this.deliveries.push(delivery);
+    const body = raw.toString("utf8");
     const headers = {
       "webhook-id": String(req.headers["webhook-id"] ?? ""),
       "webhook-timestamp": String(req.headers["webhook-timestamp"] ?? ""),
       "webhook-signature": String(req.headers["webhook-signature"] ?? ""),
     };
-    let parsed: unknown;
     try {
       if (!this.secret) throw new Error("no secret configured");
-      parsed = new Webhook(this.secret).verify(body, headers);
+      new Webhook(this.secret).verify(body, headers, { jsonParse: false });
+      delivery.verified = true;
     } catch (err) {
       this.counts.badSignatures += 1;
       return reply(res, 401, { error: `signature: ${(err as Error).message}` });
+    } finally {
+      delivery.handVerified = this.secret ? handVerify(this.secret, rawHeaders, raw) : false;
+    }
+    let parsed: unknown = null;
+    if (/json/i.test(String(req.headers["content-type"] ?? ""))) {
+      try {
+        parsed = JSON.parse(body);
+      } catch {
+        parsed = null;
+      }
     }
 
     if ((this.o.failureRate ?? 0) > 0 && this.random() < this.o.failureRate!) {
@@ -175,13 +227,14 @@ export class Receiver {
     }
     if (this.o.latencyMs) await new Promise((r) => setTimeout(r, this.o.latencyMs));
 
-    const eventId = headers["webhook-id"];
+    const original = req.headers["keyward-event-id"];
+    const eventId = typeof original === "string" ? decodeURIComponent(original) : headers["webhook-id"];
     const type = (parsed as { type?: unknown } | null)?.type;
     const claim = await this.keyward("/api/v1/claims", {
       source: this.o.source,
       eventId,
       eventType: typeof type === "string" && type ? type.slice(0, 128) : (this.o.eventType ?? "replayed"),
-      ...(this.o.payloadHash ? { payloadHash: createHash("sha256").update(body).digest("hex") } : {}),
+      ...(this.o.payloadHash ? { payloadHash: createHash("sha256").update(raw).digest("hex") } : {}),
       ...(this.o.leaseSeconds ? { leaseSeconds: this.o.leaseSeconds } : {}),
     });
     const outcome = (claim.body as { outcome?: string } | null)?.outcome;
@@ -240,7 +293,7 @@ export async function startReceiver(o: ReceiverOptions): Promise<Receiver> {
   return new Receiver(o).start();
 }
 
-function readBody(req: http.IncomingMessage): Promise<string | null> {
+function readBody(req: http.IncomingMessage): Promise<Buffer | null> {
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     let size = 0;
@@ -250,7 +303,7 @@ function readBody(req: http.IncomingMessage): Promise<string | null> {
       if (size > MAX_BODY) tooBig = true;
       else chunks.push(c);
     });
-    req.on("end", () => resolve(tooBig ? null : Buffer.concat(chunks).toString("utf8")));
+    req.on("end", () => resolve(tooBig ? null : Buffer.concat(chunks)));
     req.on("error", reject);
   });
 }

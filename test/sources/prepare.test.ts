@@ -14,6 +14,7 @@ import {
   sourcesSummary,
   summarizeInvariants,
   ttlEquation,
+  signingGrace,
   updateBody,
   type SourceFormState,
 } from "../../components/sources/prepare";
@@ -171,5 +172,16 @@ describe("fieldErrorsFromServer", () => {
     });
     expect(fieldErrorsFromServer(undefined)).toEqual({});
     expect(fieldErrorsFromServer({ retryAfterSeconds: 3 })).toEqual({});
+  });
+});
+
+describe("signingGrace", () => {
+  it("null without a grace period; active until its end (exclusive), ended after", () => {
+    const until = "2026-12-04T10:00:00.000Z";
+    const t = Date.parse(until);
+    expect(signingGrace(null, t)).toBeNull();
+    expect(signingGrace(until, t - 1)).toEqual({ active: true, until });
+    expect(signingGrace(until, t)).toEqual({ active: false, until });
+    expect(signingGrace(until, t + 86_400_000)).toEqual({ active: false, until });
   });
 });

@@ -1,12 +1,13 @@
 /**
  * POST /api/v1/sources/:name/signing-secret — generate (or rotate) the source's Standard Webhooks signing
- * secret (admins): 201 { secret: "whsec_…", setAt }. The secret is shown only in this response; recorded
- * as `source.signing_secret.rotate`.
+ * secret (admins), optional body { graceSeconds } (default KEYWARD_SIGNING_SECRET_GRACE_SECONDS, 24 h):
+ * 201 { secret: "whsec_…", setAt, graceUntil }. The previous secret keeps signing replays next to the new
+ * one until graceUntil. The secret is shown only in this response; recorded as `source.signing_secret.rotate`.
  */
 import { rotateSigningSecret } from "@/lib/sources/signing-secret";
-import { json, route } from "@/lib/http/route";
+import { json, readOptionalJson, route } from "@/lib/http/route";
 
 export const POST = route<{ name: string }>(
-  async ({ params, principal }) => json(await rotateSigningSecret(params.name, principal), 201),
+  async ({ req, params, principal }) => json(await rotateSigningSecret(params.name, principal, await readOptionalJson(req, 4096)), 201),
   { allow: ["admin"] },
 );
