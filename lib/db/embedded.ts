@@ -10,6 +10,7 @@
 import { link, mkdir, readFile, rm, writeFile } from "node:fs/promises";
 import net from "node:net";
 import path from "node:path";
+import { EmbeddedServer } from "./embedded-server";
 
 export type EmbeddedOwner = { pid: number; port: number | null };
 
@@ -132,7 +133,6 @@ async function acquireEmbedded(dir: string, port: number): Promise<DatabaseHandl
 
 async function serveEmbedded(dir: string, port: number, ownerFile: string): Promise<DatabaseHandle> {
   const { PGlite } = await import("@electric-sql/pglite");
-  const { EmbeddedServer } = await import("./embedded-server");
   const dataDir = path.join(dir, "pgdata");
   const db = await PGlite.create({ dataDir });
   const server = new EmbeddedServer(db, { host: "127.0.0.1", port, maxConnections: MAX_CONNECTIONS });
