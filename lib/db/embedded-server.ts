@@ -164,7 +164,7 @@ export class EmbeddedServer {
 
   private receive(conn: Connection, data: Buffer): void {
     if (conn.closed) return;
-    clearTimeout(conn.idleTimer);
+    if (this.owner === conn) this.watchIdle(conn); // it is active: the idle time starts again
     conn.input = conn.input.length ? Buffer.concat([conn.input, data]) : data;
     for (;;) {
       const input = conn.input;
@@ -268,7 +268,12 @@ export class EmbeddedServer {
       return;
     }
     this.owner = conn;
-    // Held inside a transaction (or a COPY, or between Flush and Sync): ended if it goes quiet for long.
+    this.watchIdle(conn);
+  }
+
+  /** Held inside a transaction (or a COPY, or between Flush and Sync): ended if it sends nothing for long. */
+  private watchIdle(conn: Connection): void {
+    clearTimeout(conn.idleTimer);
     conn.idleTimer = setTimeout(() => {
       if (this.owner !== conn || this.running === conn || this.queue.some((j) => ownerOf(j) === conn)) return;
       conn.socket.end(fatal("25P03", "terminating connection due to idle-in-transaction timeout"));
