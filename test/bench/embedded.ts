@@ -182,7 +182,9 @@ Every answer was \`201 claimed\`.
 |---|---|---|---|---|---|---|
 ${rows}
 
-PGlite executes one statement at a time in the server's own event loop, so more clients add queueing,
+Absolute rates follow the machine's load (the load average above: this machine is shared); the ratios,
+taken between slices a second apart, are the figures to compare. PGlite executes one statement at a
+time in the server's own event loop, so more clients add queueing,
 not throughput; PostgreSQL spreads them over its backends and the machine's cores. The embedded
 database is for trying Keyward, development and small installs (docs/architecture.md, "The embedded
 database").
