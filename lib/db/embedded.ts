@@ -2,7 +2,7 @@
  * The embedded PostgreSQL (PGlite: PostgreSQL in WebAssembly), used when DATABASE_URL is not set.
  *
  * PGlite's data directory can be open in one process only, so whoever opens it (the server or a CLI
- * command) also serves it on 127.0.0.1 through pglite-socket and records its pid and port in
+ * command) also serves it on 127.0.0.1 (embedded-server.ts) and records its pid and port in
  * `<dataDir>/owner.json`. Another process finding a live owner connects to that port instead of opening
  * the files: the CLI works whether or not the server is running, and everything speaks the same
  * PostgreSQL wire protocol (one code path for the app).
@@ -10,6 +10,7 @@
 import { link, mkdir, readFile, rm, writeFile } from "node:fs/promises";
 import net from "node:net";
 import path from "node:path";
+import { EmbeddedServer } from "./embedded-server";
 
 export type EmbeddedOwner = { pid: number; port: number | null };
 
@@ -26,6 +27,8 @@ const OWNER_FILE = "owner.json";
 const ownedHere = new Map<string, { url: string; description: string }>();
 const opening = new Map<string, Promise<unknown>>();
 const WAIT_FOR_OWNER_MS = 30_000;
+/** Connections the owner accepts: the server's pool, a few CLI commands' pools and the migrator's. */
+const MAX_CONNECTIONS = 100;
 
 function pidAlive(pid: number): boolean {
   try {
@@ -130,12 +133,10 @@ async function acquireEmbedded(dir: string, port: number): Promise<DatabaseHandl
 
 async function serveEmbedded(dir: string, port: number, ownerFile: string): Promise<DatabaseHandle> {
   const { PGlite } = await import("@electric-sql/pglite");
-  const { PGLiteSocketServer } = await import("@electric-sql/pglite-socket");
   const dataDir = path.join(dir, "pgdata");
   const db = await PGlite.create({ dataDir });
-  const server = new PGLiteSocketServer({ db, host: "127.0.0.1", port, maxConnections: 64 });
-  await server.start();
-  const actualPort = Number(server.getServerConn().split(":").pop());
+  const server = new EmbeddedServer(db, { host: "127.0.0.1", port, maxConnections: MAX_CONNECTIONS });
+  const actualPort = await server.start();
   await writeFile(ownerFile, JSON.stringify({ pid: process.pid, port: actualPort } satisfies EmbeddedOwner));
   let closed = false;
   const served = { url: urlFor(actualPort), description: `embedded PostgreSQL (PGlite) in ${dataDir}, listening on 127.0.0.1:${actualPort}` };

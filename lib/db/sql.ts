@@ -117,7 +117,7 @@ export async function execute(sql: string | PreparedSql, values: unknown[] = [],
 async function run<Row extends object>(sql: string | PreparedSql, values: unknown[], on: Queryable): Promise<pg.QueryResult<Row>> {
   // The one place a statement name reaches the driver: off, every statement is unnamed, so no
   // connection carries prepared statements a pooler or the embedded database's shared session could mix up.
-  const config = typeof sql === "string" || !namedStatements() ? { text: typeof sql === "string" ? sql : sql.text, values } : { ...sql, values };
+  const config = typeof sql !== "string" && namedStatements() ? { ...sql, values } : { text: typeof sql === "string" ? sql : sql.text, values };
   for (let attempt = 1; ; attempt++) {
     try {
       return await on.query<Row>(config);

@@ -16,15 +16,18 @@
  *
  * Then pruning (test/bench/prune.ts): the library's prune rows/s against a raw pg loop of the same
  * statement, and claim latency during a prune against idle. Then re-drive throughput
- * (test/bench/replay.ts): the replay executor against a deliverOnce loop, at 50/s and 500/s.
+ * (test/bench/replay.ts): the replay executor against a deliverOnce loop, at 50/s and 500/s. Then the
+ * embedded database (test/bench/embedded.ts): HTTP single claims per second at 1 and 8 clients on a
+ * server without DATABASE_URL, as a ratio to a server on PostgreSQL.
  *
  * Knobs (environment): BENCH_CYCLES (6), BENCH_SLICE_MS (250 for single claims; batches of 100 get
  * 1.5×, of 1000 3×, so that long requests still complete a few times), BENCH_WARM_MS (200),
- * BENCH_OUT (docs/benchmarks.md; "-" to skip writing), BENCH_PARTS ("claims,prune,partitions,audit,replay,pooler";
+ * BENCH_OUT (docs/benchmarks.md; "-" to skip writing), BENCH_PARTS ("claims,prune,partitions,audit,replay,pooler,embedded";
  * the parts not run keep their section of the existing report), prune.ts's BENCH_PRUNE_* knobs,
  * partitions.ts's (partition mode: dropping a day, claims partitioned vs not, claims with 10M live keys),
  * audit.ts's BENCH_AUDIT_ROWS (10M) and BENCH_AUDIT_LOOKUPS (500), replay.ts's BENCH_REPLAY_SECONDS,
- * pooler.ts's BENCH_POOLER_CYCLES and BENCH_POOLER_SLICE_MS (prepared statements on/off, and PgBouncer).
+ * pooler.ts's BENCH_POOLER_CYCLES and BENCH_POOLER_SLICE_MS (prepared statements on/off, and PgBouncer),
+ * embedded.ts's BENCH_EMBEDDED_CYCLES (5) and BENCH_EMBEDDED_SLICE_MS (1000).
  */
 import { execSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
@@ -50,6 +53,7 @@ import { benchPartitions, partitionsMarkdown, partitionsText, PARTITIONS_END, PA
 import { auditMarkdown, auditText, benchAudit, AUDIT_END, AUDIT_START } from "./audit";
 import { benchReplay, replayMarkdown, replayText, REPLAY_END, REPLAY_START } from "./replay";
 import { benchPooler, poolerMarkdown, poolerText, POOLER_END, POOLER_START } from "./pooler";
+import { benchEmbedded, embeddedMarkdown, embeddedText, EMBEDDED_END, EMBEDDED_START } from "./embedded";
 import { existsSync, readFileSync } from "node:fs";
 
 import { cliPrincipal } from "../../lib/auth/principal";
@@ -70,7 +74,7 @@ const OUT = process.env.BENCH_OUT ?? path.join(ROOT, "docs", "benchmarks.md");
 const CONCURRENCY = [1, 8];
 const BATCH_SIZES = [100, 1000];
 const DUPLICATE_POOL = 20_000;
-const ALL_PARTS = ["claims", "prune", "partitions", "audit", "replay", "pooler"];
+const ALL_PARTS = ["claims", "prune", "partitions", "audit", "replay", "pooler", "embedded"];
 const PARTS = new Set((process.env.BENCH_PARTS ?? ALL_PARTS.join(",")).split(",").map((p) => p.trim()));
 for (const p of PARTS) if (!ALL_PARTS.includes(p)) throw new Error(`BENCH_PARTS: unknown part "${p}" (${ALL_PARTS.join(", ")})`);
 
@@ -190,7 +194,7 @@ function aimsOf(rows: Row[]): Aim[] {
 }
 
 async function main(): Promise<void> {
-  if (PARTS.has("claims") || PARTS.has("audit") || PARTS.has("replay")) ensureBuild(); // the HTTP scenarios serve the production build
+  if (PARTS.has("claims") || PARTS.has("audit") || PARTS.has("replay") || PARTS.has("embedded")) ensureBuild(); // the HTTP scenarios serve the production build
 
   const dbName = `keyward_bench_${Date.now()}_${randomBytes(3).toString("hex")}`;
   await adminQuery(`CREATE DATABASE "${dbName}"`);
@@ -238,6 +242,7 @@ async function main(): Promise<void> {
       [AUDIT_START, AUDIT_END],
       [REPLAY_START, REPLAY_END],
       [POOLER_START, POOLER_END],
+      [EMBEDDED_START, EMBEDDED_END],
     ]) {
       const i = previous.indexOf(start);
       const j = previous.indexOf(end);
@@ -276,6 +281,11 @@ async function main(): Promise<void> {
       console.log(`\n${poolerText(pooler)}`);
       doc = spliceSection(doc, poolerMarkdown(pooler, when()), POOLER_START, POOLER_END);
     }
+  }
+  if (PARTS.has("embedded")) {
+    const embedded = await benchEmbedded({ databaseUrl, source: source.name, apiKey: apiKey.key }, log, cleanups);
+    console.log(`\n${embeddedText(embedded)}`);
+    doc = spliceSection(doc, embeddedMarkdown(embedded, when()), EMBEDDED_START, EMBEDDED_END);
   }
   if (OUT !== "-") {
     writeFileSync(OUT, doc);

@@ -18,7 +18,12 @@ const CLI = ["bin/keyward.cjs", "start", "--no-build"];
 
 /** Starts the server with the CLI, as an operator does. */
 export function startServer(databaseUrl: string): Promise<RunningServer> {
-  return launch(CLI, databaseUrl);
+  return launch(CLI, { DATABASE_URL: databaseUrl });
+}
+
+/** Starts the server on the embedded database in `dataDir` (no DATABASE_URL), as `npm start` does. */
+export function startEmbeddedServer(dataDir: string): Promise<RunningServer> {
+  return launch(CLI, { DATABASE_URL: undefined, KEYWARD_DATA_DIR: dataDir });
 }
 
 class ExitedEarly extends Error {
@@ -40,17 +45,14 @@ export function ensureBuild(): void {
   buildIfNeeded();
 }
 
-async function launch(args: string[], databaseUrl: string): Promise<RunningServer> {
+async function launch(args: string[], database: Record<string, string | undefined>): Promise<RunningServer> {
   const port = await freePort();
+  const env: NodeJS.ProcessEnv = { ...process.env, ...database, PORT: String(port), HOSTNAME: "127.0.0.1" };
+  for (const [k, v] of Object.entries(env)) if (v === undefined) delete env[k];
   // Its own process group, so stop() also reaches anything the server spawned.
   const child: ChildProcess = spawn(process.execPath, [path.join(ROOT, args[0]), ...args.slice(1)], {
     cwd: ROOT,
-    env: {
-      ...process.env,
-      DATABASE_URL: databaseUrl,
-      PORT: String(port),
-      HOSTNAME: "127.0.0.1",
-    },
+    env,
     stdio: ["ignore", "pipe", "pipe"],
     detached: true,
   });
