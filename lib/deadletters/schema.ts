@@ -5,6 +5,7 @@
  */
 import { z } from "zod";
 import { eventId, eventType, sourceName } from "../claims/schema";
+import { instant, storableText } from "../http/fields";
 
 /** A payload is at most 256 KiB once serialized as JSON. */
 export const MAX_PAYLOAD_BYTES = 256 * 1024;
@@ -30,13 +31,11 @@ export function serializePayload(payload: unknown): { text: string; bytes: numbe
   return { text, bytes };
 }
 
-const errorText = z
-  .string()
+const errorText = storableText()
   .min(1, "must not be empty")
-  .max(MAX_ERROR_CHARS, `must be at most ${MAX_ERROR_CHARS} characters`)
-  .refine((s) => !s.includes("\u0000"), "must not contain NUL characters");
+  .max(MAX_ERROR_CHARS, `must be at most ${MAX_ERROR_CHARS} characters`);
 
-const isoTime = z.iso.datetime({ offset: true, error: "must be an ISO-8601 time, e.g. 2026-12-03T10:00:00Z" });
+const isoTime = instant;
 
 export const deadLetterInput = z.strictObject({
   source: sourceName,
@@ -46,8 +45,7 @@ export const deadLetterInput = z.strictObject({
   error: errorText,
   attempts: z.number().int("must be a whole number").min(0).max(1_000_000).optional(),
   failedAt: isoTime.optional(),
-  queue: z
-    .string()
+  queue: storableText()
     .min(1, "must not be empty")
     .max(255, "must be at most 255 characters")
     .refine((s) => !/[\u0000-\u001f\u007f]/.test(s), "must not contain control characters")
@@ -75,7 +73,7 @@ export const listDeadLettersQuery = z.strictObject({
   source: sourceName.optional(),
   from: isoTime.optional(),
   to: isoTime.optional(),
-  errorContains: z.string().min(1).max(200).optional(),
+  errorContains: storableText().min(1).max(200).optional(),
   status: z.enum(DEAD_LETTER_STATUSES).optional(),
   sort: z.enum(["failedAt", "keyExpiry"]).default("failedAt"),
   limit: z.coerce.number().int().min(1).max(500).default(100),

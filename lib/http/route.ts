@@ -14,6 +14,7 @@ import type { Capability } from "../auth/roles";
 import { hasSessionCookie, sessionPrincipal } from "../auth/session";
 import { isUnavailable, toUnavailable } from "../db/sql";
 import { loadEnv } from "../config/env";
+import { storableRepresentation, unstorableReason } from "./fields";
 
 export type { Principal };
 
@@ -44,6 +45,7 @@ export function route<P>(handler: (ctx: RouteContext<P>) => Promise<Response>, a
       if (principal && !SAFE_METHODS.has(req.method) && principal.kind === "user") assertSameOrigin(req);
       if ("allow" in access) authorize(principal!, access.allow);
       const params = ((await next?.params) ?? {}) as P;
+      assertStorableUrl(req, params as Record<string, string | string[]>);
       // A public route's handler is typed to accept null (PublicRouteContext); others always get a principal.
       return await handler({ req, params, principal: principal as Principal });
     } catch (err) {
@@ -54,6 +56,29 @@ export function route<P>(handler: (ctx: RouteContext<P>) => Promise<Response>, a
 }
 
 const SAFE_METHODS = new Set(["GET", "HEAD", "OPTIONS"]);
+
+/**
+ * Path segments and query values reach SQL as text: one holding a NUL (`%00`), which PostgreSQL cannot
+ * take, is a 422 naming it, on every route at once. (Malformed percent-encoding never gets this far:
+ * lib/server/api-edge.ts answers it; a lone surrogate cannot come out of a URL, which decodes as UTF-8.)
+ */
+function assertStorableUrl(req: Request, params: Record<string, string | string[]>): void {
+  const fields: { field: string; message: string }[] = [];
+  for (const [name, value] of Object.entries(params)) {
+    for (const v of Array.isArray(value) ? value : [value]) {
+      const reason = unstorableReason(v);
+      if (reason) fields.push({ field: name, message: `path segment ${reason}` });
+    }
+  }
+  for (const [name, value] of new URL(req.url).searchParams) {
+    const reason = unstorableReason(name) ?? unstorableReason(value);
+    if (reason) fields.push({ field: storableRepresentation(name), message: `query parameter ${reason}` });
+  }
+  if (fields.length) {
+    const summary = fields.map((f) => `${f.field}: ${f.message}`).join("; ");
+    throw KeywardError.unprocessable("invalid_request", `invalid request: ${summary}`, { fields });
+  }
+}
 
 /**
  * An API key wins when sent (a wrong one is a 401 even with a valid cookie: the caller meant the key).

@@ -3,6 +3,7 @@
  * the pruner's runs over a time range. Shared by the route, the console and the tests.
  */
 import { z } from "zod";
+import { instant } from "../http/fields";
 
 const count = z.number().int().nonnegative();
 
@@ -15,7 +16,7 @@ export const DEFAULT_METRICS_RANGE: MetricsRange = "24h";
 /** The longest range one request may ask for (samples are kept 30 days; a day of slack for the edges). */
 export const MAX_RANGE_SECONDS = 31 * 86400;
 
-const isoInstant = z.iso.datetime({ offset: true, error: "must be an ISO 8601 timestamp, e.g. 2026-12-02T14:00:00Z" });
+const isoInstant = instant;
 
 /** `?from&to`: ISO timestamps; to defaults to now, from to 24 hours before to. */
 export const metricsQuery = z

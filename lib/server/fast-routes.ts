@@ -41,7 +41,7 @@ export function matchFastRoute(method: string | undefined, url: string | undefin
       try {
         return { handler: keyState as Handler, params: { source: decodeURIComponent(m[1]), eventId: decodeURIComponent(m[2]) } };
       } catch {
-        return null; // malformed percent-encoding: Next answers it
+        return null; // malformed percent-encoding: refused before this (api-edge.ts); Next would answer it otherwise
       }
     }
   }

@@ -1,0 +1,70 @@
+/**
+ * The API's edge in the Node server, in front of both routers (the claim fast path and Next). It answers,
+ * in the one error body `{ "error": { "code", "message" } }` and with the API's security headers, what
+ * neither router answers well:
+ * - a path that is not valid percent-encoded UTF-8 (`%ZZ`, the overlong `%C0%AE`, the encoded surrogate
+ *   `%ED%A0%80`): Next fails decoding its dynamic segments (a bare 500 without headers), so 400 here;
+ * - a trailing slash or an empty segment (`/api/v1/claims/`, `/api//v1`): Next would 308-redirect, which
+ *   API clients follow badly (many drop a POST's body); 404 here, naming the path to use;
+ * - the refusals Next writes with an empty body (405 for a method the route does not export) get the one
+ *   error body on their way out.
+ * Paths no route matches are answered by app/api/[[...path]]/route.ts, a NUL in a segment by the route
+ * wrapper (lib/http/route.ts), so every answer under /api is JSON.
+ */
+import type { IncomingMessage, ServerResponse } from "node:http";
+import { KeywardError } from "../errors";
+import { API_HEADERS } from "../http/headers";
+
+export const isApiPath = (url: string | undefined): boolean => url === "/api" || /^\/api[/?]/.test(url ?? "");
+
+/** Why this API request's path cannot be routed, or null. */
+export function apiPathProblem(url: string): KeywardError | null {
+  const pathname = url.split("?", 1)[0];
+  const segments = pathname.split("/").slice(1);
+  for (let i = 0; i < segments.length; i++) {
+    try {
+      decodeURIComponent(segments[i]);
+    } catch {
+      return KeywardError.badRequest(
+        "malformed_path",
+        `path segment ${i + 1} is not valid percent-encoded UTF-8 (each %XX must encode UTF-8 bytes)`,
+      );
+    }
+  }
+  if (segments.length > 1 && segments.some((s) => s === "")) {
+    const canonical = "/" + segments.filter((s) => s !== "").join("/");
+    return KeywardError.notFound("not_found", `no API endpoint at this path; did you mean ${canonical} (no empty segment or trailing slash)?`);
+  }
+  return null;
+}
+
+/** Writes an error answer in the one shape, with the API headers. */
+export function writeApiError(res: ServerResponse, e: KeywardError): void {
+  const body = JSON.stringify({ error: { code: e.code, message: e.message } });
+  res.writeHead(e.status, {
+    ...Object.fromEntries(API_HEADERS),
+    "content-type": "application/json",
+    "content-length": String(Buffer.byteLength(body)),
+  });
+  res.end(body);
+}
+
+/**
+ * Gives Next's bodiless 405 (a method the route does not export) the one error body. Next writes it as
+ * status + headers, then `end()` with nothing; only that call is completed here.
+ */
+export function completeBodilessRefusals(req: IncomingMessage, res: ServerResponse): void {
+  const end = res.end as (...args: unknown[]) => ServerResponse;
+  res.end = function (this: ServerResponse, ...args: unknown[]) {
+    if (args.length === 0 && res.statusCode === 405 && !res.headersSent && req.method !== "HEAD") {
+      const pathname = (req.url ?? "").split("?", 1)[0];
+      const body = JSON.stringify({
+        error: { code: "method_not_allowed", message: `${req.method} is not allowed on ${pathname}` },
+      });
+      res.setHeader("content-type", "application/json");
+      res.setHeader("content-length", String(Buffer.byteLength(body)));
+      return end.call(this, body);
+    }
+    return end.apply(this, args);
+  } as ServerResponse["end"];
+}
