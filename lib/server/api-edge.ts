@@ -50,21 +50,35 @@ export function writeApiError(res: ServerResponse, e: KeywardError): void {
 }
 
 /**
- * Gives Next's bodiless 405 (a method the route does not export) the one error body. Next writes it as
- * status + headers, then `end()` with nothing; only that call is completed here.
+ * Gives Next's bodiless 405 (a method the route does not export) the one error body. Next commits it
+ * through its compression layer, which wraps this response's methods after this runs: headers go out
+ * through writeHead (where the JSON type and length are set), then an end() without a chunk, which sends
+ * the body.
  */
 export function completeBodilessRefusals(req: IncomingMessage, res: ServerResponse): void {
-  const end = res.end as (...args: unknown[]) => ServerResponse;
-  res.end = function (this: ServerResponse, ...args: unknown[]) {
-    if (args.length === 0 && res.statusCode === 405 && !res.headersSent && req.method !== "HEAD") {
+  if (req.method === "HEAD") return;
+  const original = res as unknown as Record<"writeHead" | "end", (...args: unknown[]) => unknown>;
+  const { writeHead, end } = original;
+  let body: string | null = null;
+  original.writeHead = (...args: unknown[]) => {
+    const status = typeof args[0] === "number" ? args[0] : res.statusCode;
+    if (status === 405 && !res.getHeader("content-type")) {
       const pathname = (req.url ?? "").split("?", 1)[0];
-      const body = JSON.stringify({
-        error: { code: "method_not_allowed", message: `${req.method} is not allowed on ${pathname}` },
-      });
+      body = JSON.stringify({ error: { code: "method_not_allowed", message: `${req.method} is not allowed on ${pathname}` } });
       res.setHeader("content-type", "application/json");
       res.setHeader("content-length", String(Buffer.byteLength(body)));
-      return end.call(this, body);
+      res.removeHeader("transfer-encoding");
     }
-    return end.apply(this, args);
-  } as ServerResponse["end"];
+    return writeHead.apply(res, args);
+  };
+  original.end = (...args: unknown[]) => {
+    const chunk = args[0];
+    const empty = chunk === undefined || chunk === null || typeof chunk === "function" || (chunk as { length?: number }).length === 0;
+    if (body !== null && empty) {
+      const text = body;
+      body = null;
+      return end.call(res, text, ...args.filter((a) => typeof a === "function"));
+    }
+    return end.apply(res, args);
+  };
 }
