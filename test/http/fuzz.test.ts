@@ -157,6 +157,10 @@ async function send(c: Case): Promise<Answer> {
   return { status: res.status, headers: res.headers, text, body };
 }
 
+/** A claim's 409 answers are claim outcomes (README, the claim API), not errors. */
+const isClaimOutcome = (a: Answer) =>
+  a.status === 409 && ["in_flight", "payload_mismatch"].includes((a.body as { outcome?: string } | undefined)?.outcome ?? "");
+
 /** What is wrong with this answer, or null. */
 function problemOf(a: Answer): string | null {
   if (a.status >= 500 && a.status !== 503) return `${a.status}`;
@@ -167,7 +171,7 @@ function problemOf(a: Answer): string | null {
   }
   if (a.status >= 400) {
     if (!(a.headers.get("content-type") ?? "").includes("application/json")) return `${a.status} is not JSON`;
-    if (!isErrorBody(a.body)) return `${a.status} not in the error shape`;
+    if (!isErrorBody(a.body) && !isClaimOutcome(a)) return `${a.status} not in the error shape`;
   }
   return null;
 }
@@ -293,7 +297,7 @@ function casesFor(r: RouteExport, auth: Auth, rnd: ReturnType<typeof seeded>): C
 
   // Path segments, one at a time.
   for (const seg of dynamicSegments(r.urlPattern)) {
-    for (const hostile of rnd.pick(HOSTILE_SEGMENTS, 10)) {
+    for (const hostile of rnd.pick(HOSTILE_SEGMENTS, 8)) {
       const p = r.urlPattern
         .split("/")
         .map((s) => (s === seg ? hostile : s.startsWith("[") ? concretePath(s, segmentValues(r)) : s))
@@ -303,7 +307,7 @@ function casesFor(r: RouteExport, auth: Auth, rnd: ReturnType<typeof seeded>): C
   }
   // Query strings: hostile values, duplicated and unknown parameters.
   for (const name of rnd.pick(QUERY_NAMES, r.method === "GET" ? QUERY_NAMES.length : 4)) {
-    for (const v of rnd.pick(HOSTILE_QUERY_VALUES, r.method === "GET" ? 4 : 1)) {
+    for (const v of rnd.pick(HOSTILE_QUERY_VALUES, r.method === "GET" ? 2 : 1)) {
       cases.push({ ...base, what: `query ${name}=${v.slice(0, 40)}`, path: `${path}?${name}=${v}`, body: body() });
     }
   }
@@ -318,7 +322,7 @@ function casesFor(r: RouteExport, auth: Auth, rnd: ReturnType<typeof seeded>): C
   const valid = validBody(label);
   if (valid) {
     for (const field of fieldPaths(valid)) {
-      for (const v of [undefined, ...rnd.pick(HOSTILE_VALUES, 5)]) {
+      for (const v of [undefined, ...rnd.pick(HOSTILE_VALUES, 4)]) {
         const mutated = withField(validBody(label)!, field, v);
         const shown = v === undefined ? "missing" : JSON.stringify(v)?.slice(0, 40);
         cases.push({ ...base, what: `field ${field.join(".")} = ${shown}`, path, body: JSON.stringify(mutated) });
