@@ -1,18 +1,20 @@
 /** Zod schemas for the claim API, shared by the routes, the in-process library, the CLI and the tests. */
 import { z } from "zod";
-import { storableText } from "../http/fields";
 
 const CONTROL_CHARS = /[\u0000-\u001f\u007f-\u009f]/;
+// A lone UTF-16 surrogate cannot be stored as UTF-8: PostgreSQL would receive U+FFFD instead, and the
+// stored id would no longer be the id that was claimed.
+const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
 
-// A lone UTF-16 surrogate cannot be stored as UTF-8 (PostgreSQL would receive U+FFFD instead, and the
-// stored id would no longer be the id that was claimed): storableText refuses it. A blank id is refused
-// too: "   " and " " would be two different keys no sender means.
+// A blank id ("   ") is refused too: no sender means it, and " " and "  " would be two different keys.
 const text = (max: number) =>
-  storableText()
+  z
+    .string()
     .min(1, "must not be empty")
     .max(max, `must be at most ${max} characters`)
     .refine((s) => !CONTROL_CHARS.test(s), "must not contain control characters")
-    .refine((s) => s.trim().length > 0, "must not be blank (only whitespace)");
+    .refine((s) => !LONE_SURROGATE.test(s), "must be valid Unicode (no lone surrogates)")
+    .refine((s) => s === "" || s.trim() !== "" || CONTROL_CHARS.test(s), "must not be blank (only whitespace)");
 
 export const sourceName = z
   .string()

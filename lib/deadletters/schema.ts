@@ -48,7 +48,7 @@ export const deadLetterInput = z.strictObject({
   queue: storableText()
     .min(1, "must not be empty")
     .max(255, "must be at most 255 characters")
-    .refine((s) => !/[\u0000-\u001f\u007f]/.test(s), "must not contain control characters")
+    .refine((s) => !/[\u0001-\u001f\u007f]/.test(s), "must not contain control characters") // NUL: storableText
     .optional(),
 });
 export type DeadLetterInput = z.input<typeof deadLetterInput>;
