@@ -3,7 +3,8 @@
  * in the one error body `{ "error": { "code", "message" } }` and with the API's security headers, what
  * neither router answers well:
  * - a path that is not valid percent-encoded UTF-8 (`%ZZ`, the overlong `%C0%AE`, the encoded surrogate
- *   `%ED%A0%80`): Next fails decoding its dynamic segments (a bare 500 without headers), so 400 here;
+ *   `%ED%A0%80`): Next fails decoding its dynamic segments (a bare 500 without headers), so 400 here
+ *   (console pages get a plain-text 400 from lib/server/start.ts for the same reason);
  * - a trailing slash or an empty segment (`/api/v1/claims/`, `/api//v1`): Next would 308-redirect, which
  *   API clients follow badly (many drop a POST's body); 404 here, naming the path to use;
  * - the refusals Next writes with an empty body (405 for a method the route does not export) get the one
@@ -17,19 +18,25 @@ import { API_HEADERS } from "../http/headers";
 
 export const isApiPath = (url: string | undefined): boolean => url === "/api" || /^\/api[/?]/.test(url ?? "");
 
-/** Why this API request's path cannot be routed, or null. */
-export function apiPathProblem(url: string): KeywardError | null {
-  const pathname = url.split("?", 1)[0];
-  const segments = pathname.split("/").slice(1);
+/** The 1-based index of the first path segment that is not valid percent-encoded UTF-8, or 0. */
+export function malformedSegment(url: string): number {
+  const segments = url.split("?", 1)[0].split("/").slice(1);
   for (let i = 0; i < segments.length; i++) {
     try {
       decodeURIComponent(segments[i]);
     } catch {
-      return KeywardError.badRequest(
-        "malformed_path",
-        `path segment ${i + 1} is not valid percent-encoded UTF-8 (each %XX must encode UTF-8 bytes)`,
-      );
+      return i + 1;
     }
+  }
+  return 0;
+}
+
+/** Why this API request's path cannot be routed, or null. */
+export function apiPathProblem(url: string): KeywardError | null {
+  const segments = url.split("?", 1)[0].split("/").slice(1);
+  const bad = malformedSegment(url);
+  if (bad) {
+    return KeywardError.badRequest("malformed_path", `path segment ${bad} is not valid percent-encoded UTF-8 (each %XX must encode UTF-8 bytes)`);
   }
   if (segments.length > 1 && segments.some((s) => s === "")) {
     const canonical = "/" + segments.filter((s) => s !== "").join("/");

@@ -21,7 +21,7 @@ import { scheduleReplayWorker } from "../replay/executor";
 import { applyDedupModeSetting } from "../retention/partitions";
 import { pageHeaders } from "../http/headers";
 import { KeywardError } from "../errors";
-import { apiPathProblem, completeBodilessRefusals, isApiPath, writeApiError } from "./api-edge";
+import { apiPathProblem, completeBodilessRefusals, isApiPath, malformedSegment, writeApiError } from "./api-edge";
 
 export async function startServer(options: { build?: boolean } = {}): Promise<void> {
   const env = loadEnv();
@@ -62,6 +62,11 @@ export async function startServer(options: { build?: boolean } = {}): Promise<vo
         const headers = pageHeaders(randomBytes(16).toString("base64"));
         req.headers["content-security-policy"] = headers[0][1];
         for (const [name, value] of headers) res.setHeader(name, value);
+        if (malformedSegment(req.url ?? "/")) {
+          // Next would fail decoding a dynamic segment (/events/%ZZ/x) with a bare 500.
+          res.writeHead(400, { "content-type": "text/plain; charset=utf-8" });
+          return void res.end("Bad request: the path is not valid percent-encoded UTF-8.\n");
+        }
       } else {
         delete req.headers["content-security-policy"];
         completeBodilessRefusals(req, res);

@@ -314,7 +314,15 @@ function casesFor(r: RouteExport, auth: Auth, rnd: ReturnType<typeof seeded>): C
   cases.push({ ...base, what: "duplicated query parameters", path: `${path}?limit=1&limit=100000&cursor=a&cursor=b&from=${DAY0}&from=x`, body: body() });
   cases.push({ ...base, what: "unknown query parameters", path: `${path}?zzz=1&__proto__=x&constructor=1&limit[]=1`, body: body() });
   cases.push({ ...base, what: "a 6 KiB query string", path: `${path}?actor=${"y".repeat(6000)}`, body: body() });
+  if (auth.name === "API key") {
+    // Hostile credentials and headers (once per route).
+    for (const authorization of [`Bearer ${"k".repeat(6000)}`, "Basic Zm9vOmJhcg==", "Bearer a b", "Bearer kw_%00", "bearer"]) {
+      cases.push({ ...base, what: `authorization ${authorization.slice(0, 20)}`, path, body: body(), headers: { ...headers, authorization } });
+    }
+    cases.push({ ...base, what: "a 1000-character idempotency key", path, body: body(), headers: { "idempotency-key": "k".repeat(1000) } });
+  }
   if (!withBody) return cases;
+  cases.push({ ...base, what: "JSON declared as UTF-16", path, body: body(), type: "application/json; charset=utf-16" });
 
   // Whole bodies.
   for (const raw of RAW_BODIES) cases.push({ ...base, what: `body: ${raw.name}`, path, body: raw.body, type: raw.type });
@@ -407,6 +415,21 @@ describe("the issue's cases, answer by answer", () => {
         const a = await send(c);
         if (problemOf(a) || a.status !== 400 || (a.body as { error: { code: string } }).error.code !== "malformed_path") failures.push(describeCase(c, a) + ` (${a.status})`);
       }
+    }
+    expect(failures).toEqual([]);
+  });
+
+  it("console pages: a malformed path is a plain 400, other hostile paths never a 5xx; the page headers are on every answer", async () => {
+    const failures: string[] = [];
+    for (const path of [
+      "/events/%ZZ/x", "/events/x/%ED%A0%80", "/%C0%AE", "/events/a/%00", "/events/%F0%9F%92%A9/%20", "/events/a/" + "x".repeat(3000),
+      "/?range=%00", "/?range=1e309", "/audit?from=0000-01-01T00:00:00Z&cursor=2026-02-30T00:00:00Z_1", "/audit/", "/replay?x=%ZZ",
+    ]) {
+      const res = await fetch(baseUrl + path, { headers: { cookie: principals[0].headers.cookie }, redirect: "manual" });
+      const malformed = /%ZZ|%ED%A0%80|%C0%AE/.test(path.split("?")[0]);
+      const ok = malformed ? res.status === 400 : res.status < 500;
+      if (!ok || res.headers.get("x-content-type-options") !== "nosniff") failures.push(`${path} → ${res.status} ${res.headers.get("x-content-type-options")}`);
+      await res.body?.cancel();
     }
     expect(failures).toEqual([]);
   });
