@@ -35,7 +35,6 @@ const errorText = storableText()
   .min(1, "must not be empty")
   .max(MAX_ERROR_CHARS, `must be at most ${MAX_ERROR_CHARS} characters`);
 
-const isoTime = instant;
 
 export const deadLetterInput = z.strictObject({
   source: sourceName,
@@ -44,7 +43,7 @@ export const deadLetterInput = z.strictObject({
   payload: z.unknown(),
   error: errorText,
   attempts: z.number().int("must be a whole number").min(0).max(1_000_000).optional(),
-  failedAt: isoTime.optional(),
+  failedAt: instant.optional(),
   queue: storableText()
     .min(1, "must not be empty")
     .max(255, "must be at most 255 characters")
@@ -71,8 +70,8 @@ export type KeyStateName = (typeof KEY_STATES)[number];
 
 export const listDeadLettersQuery = z.strictObject({
   source: sourceName.optional(),
-  from: isoTime.optional(),
-  to: isoTime.optional(),
+  from: instant.optional(),
+  to: instant.optional(),
   errorContains: storableText().min(1).max(200).optional(),
   status: z.enum(DEAD_LETTER_STATUSES).optional(),
   sort: z.enum(["failedAt", "keyExpiry"]).default("failedAt"),

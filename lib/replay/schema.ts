@@ -17,7 +17,6 @@ export const PREFLIGHT_VALID_SECONDS = 15 * 60;
 export const MAX_WINDOW_SECONDS = 90 * 86400;
 
 const uuid = z.uuid("must be an id from this API");
-const isoTime = instant;
 
 export const preflightRequest = z
   .strictObject({
@@ -28,7 +27,7 @@ export const preflightRequest = z
       .max(MAX_PREFLIGHT_ITEMS, `must hold at most ${MAX_PREFLIGHT_ITEMS} ids`)
       .optional(),
     filter: z
-      .strictObject({ from: isoTime.optional(), to: isoTime.optional(), errorContains: storableText().min(1).max(200).optional() })
+      .strictObject({ from: instant.optional(), to: instant.optional(), errorContains: storableText().min(1).max(200).optional() })
       .optional(),
     replayWindowSeconds: z
       .number()
