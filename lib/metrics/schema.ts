@@ -16,7 +16,6 @@ export const DEFAULT_METRICS_RANGE: MetricsRange = "24h";
 /** The longest range one request may ask for (samples are kept 30 days; a day of slack for the edges). */
 export const MAX_RANGE_SECONDS = 31 * 86400;
 
-
 /** `?from&to`: ISO timestamps; to defaults to now, from to 24 hours before to. */
 export const metricsQuery = z
   .object({ from: instant.optional(), to: instant.optional() })
