@@ -85,7 +85,8 @@ const deepText = (n: number) => "[".repeat(n) + "1" + "]".repeat(n);
 const HOSTILE_VALUES: unknown[] = [
   null, true, false, 0, -1, 1.5, -1e308, 1e308, 2 ** 53 + 1, -(2 ** 63), "", " ", "   \t\n", "\u00a0\u3000", "\u0000",
   "a\u0000b", "\ud800", "x\udfff", "\ud83d", "😀", "\u202eevil", "e\u0301", "x".repeat(70_000), "2026-02-30T00:00:00Z", DAY0,
-  "9999-12-31T23:59:59Z", "-1", "1e309", [], [1, "a", null], {}, { $ne: 1 }, deep(40),
+  "9999-12-31T23:59:59Z", "-1", "1e309", "http://127.0.0.1/\u0000", "https://127.0.0.1/\ud800", [], [1, "a", null], {},
+  { $ne: 1 }, deep(40),
 ];
 
 /** Whole bodies: bad JSON, wrong shapes. */
@@ -475,6 +476,16 @@ describe("the issue's cases, answer by answer", () => {
     });
     expect(dl.status, dl.text).toBe(422);
     expect(dl.text).toContain("failedAt");
+  });
+
+  it("a replay destination URL holding a NUL or a lone surrogate is a 422 naming it", async () => {
+    for (const replayDestination of ["http://127.0.0.1/a\u0000b", "https://127.0.0.1/\ud800"]) {
+      const path = `/api/v1/sources/${fixtures.spareSource}`;
+      const a = await send({ route: path, what: "", method: "PATCH", path, auth: principals[0], body: JSON.stringify({ replayDestination }) });
+      expect(problemOf(a), a.text).toBeNull();
+      expect(a.status, a.text).toBe(422);
+      expect(a.text).toContain("replayDestination");
+    }
   });
 
   it("a blank event id is a 422 naming eventId, and nothing is stored", async () => {
