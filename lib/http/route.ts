@@ -155,7 +155,7 @@ export function errorResponse(err: unknown): Response {
 
 export const MAX_BODY_BYTES = 1024 * 1024;
 
-/** Reads a JSON body: 413 above 1 MiB, 415 unless JSON, 400 when it does not parse. */
+/** Reads a JSON body: 413 above 1 MiB, 415 unless JSON, 400 when it is not UTF-8 or does not parse. */
 export async function readJson(req: Request, maxBytes = MAX_BODY_BYTES): Promise<unknown> {
   const type = req.headers.get("content-type") ?? "";
   if (!/^application\/(.+\+)?json\b/i.test(type)) {
@@ -197,5 +197,12 @@ async function readLimited(req: Request, maxBytes: number): Promise<string> {
     }
     chunks.push(value);
   }
-  return Buffer.concat(chunks).toString("utf8");
+  try {
+    // JSON text is UTF-8 (RFC 8259): invalid bytes are refused, not silently turned into U+FFFD.
+    return UTF8.decode(Buffer.concat(chunks));
+  } catch {
+    throw KeywardError.badRequest("malformed_json", "body is not valid UTF-8");
+  }
 }
+
+const UTF8 = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true });

@@ -485,6 +485,18 @@ describe("the issue's cases, answer by answer", () => {
     expect(dl.text).toContain("failedAt");
   });
 
+  it("a body that is not UTF-8 is a 400, never an id with U+FFFD in it", async () => {
+    const before = await rowCounts();
+    const body = Buffer.concat([Buffer.from(`{"source":"${fixtures.source}","eventType":"t","eventId":"evt-`), Buffer.from([0xff, 0xc0]), Buffer.from('"}')]);
+    for (const path of ["/api/v1/claims", "/api/v1/dead-letters"]) {
+      const a = await send({ route: path, what: "", method: "POST", path, auth: principals[1], body });
+      expect(problemOf(a), a.text).toBeNull();
+      expect(a.status, a.text).toBe(400);
+      expect(a.text).toContain("UTF-8");
+    }
+    expect(await rowCounts()).toEqual(before);
+  });
+
   it("a replay destination URL holding a NUL or a lone surrogate is a 422 naming it", async () => {
     for (const replayDestination of ["http://127.0.0.1/a\u0000b", "https://127.0.0.1/\ud800"]) {
       const path = `/api/v1/sources/${fixtures.spareSource}`;
