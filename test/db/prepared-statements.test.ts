@@ -55,7 +55,7 @@ describe("KEYWARD_DB_PREPARED_STATEMENTS", () => {
     const client = await pool().connect();
     try {
       // A claim for a source that does not exist inserts nothing and answers no row; it still goes through run().
-      const claimed = await query(CLAIM_SQL, ["no-such-source", ["evt"], [null], [null], [0], null, "test"], client);
+      const claimed = await query(CLAIM_SQL, ["no-such-source", ["evt"], [null], [null], [0], null, "test", [null]], client);
       expect(claimed).toEqual([]);
       const rows = await query<{ name: string }>("SELECT name FROM pg_prepared_statements", [], client);
       expect(rows).toEqual([]);
