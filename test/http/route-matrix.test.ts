@@ -46,16 +46,17 @@ const SAMPLE_SEGMENTS: Record<string, string> = {
 
 /** What each principal may do, by the product's rules (roles, scopes and the scopes they imply). */
 const ROLE_GRANTS: Record<Role, string[]> = {
-  viewer: ["read", "claims:read"],
-  operator: ["read", "operator", "claims:read"],
-  admin: ["read", "operator", "admin", "claims:read"],
+  viewer: ["read", "claims:read", "metrics"],
+  operator: ["read", "operator", "claims:read", "metrics"],
+  admin: ["read", "operator", "admin", "claims:read", "metrics"],
 };
 const SCOPE_GRANTS: Record<Scope, string[]> = {
   "claims:write": ["claims:write", "claims:read"],
   "claims:read": ["claims:read"],
   "deadletters:write": ["deadletters:write"],
-  read: ["read", "claims:read"],
-  operator: ["operator", "read", "claims:read"],
+  read: ["read", "claims:read", "metrics"],
+  operator: ["operator", "read", "claims:read", "metrics"],
+  metrics: ["metrics"],
 };
 
 type RouteExport = { file: string; urlPattern: string; method: string; access: unknown };
