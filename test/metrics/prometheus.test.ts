@@ -1,0 +1,123 @@
+/**
+ * GET /metrics against a real server on a database of this file's own (it prunes): scraped with an API
+ * key of scope metrics and with KEYWARD_METRICS_TOKEN, refused without credentials (401), with a wrong
+ * token (401) and with a claims key (403); the exposition parses as Prometheus text format, and its
+ * values follow claims (in-process counter and latency histogram), samples (table rows, expiry backlog),
+ * prune runs and dead letters.
+ */
+import parsePrometheusTextFormat from "parse-prometheus-text-format";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { cliPrincipal } from "../../lib/auth/principal";
+import { recordDeadLetter } from "../../lib/deadletters/intake";
+import { takeSample } from "../../lib/metrics/sampler";
+import { pruneExpiredKeys } from "../../lib/retention/prune";
+import { actorOf } from "../../lib/auth/principal";
+import { call, startTestServer } from "../setup/auth";
+import { makeSource, uniq } from "../setup/db";
+import { makeApiKey } from "../setup/http";
+import { insertKeys } from "../setup/keys";
+import { usePrivateDatabase } from "../setup/private-db";
+import { stopServer, type Server } from "../setup/server";
+
+usePrivateDatabase();
+
+const TOKEN = "metrics-token-for-the-test-0123456789abcdef";
+const spawned: Server[] = [];
+let baseUrl: string;
+let metricsKey: string;
+let claimsKey: string;
+
+type Family = { name: string; type: string; metrics: { labels?: Record<string, string>; value?: string; count?: string; buckets?: Record<string, string> }[] };
+
+async function scrape(auth: string): Promise<Family[]> {
+  const res = await fetch(`${baseUrl}/metrics`, { headers: { authorization: `Bearer ${auth}` } });
+  const text = await res.text();
+  expect(res.status, text).toBe(200);
+  expect(res.headers.get("content-type")).toMatch(/^text\/plain; version=0\.0\.4/);
+  return parsePrometheusTextFormat(text) as Family[];
+}
+
+function value(families: Family[], name: string, labels: Record<string, string> = {}): number | undefined {
+  const family = families.find((f) => f.name === name);
+  if (!family) throw new Error(`no metric family ${name}`);
+  const m = family.metrics.find((s) => Object.entries(labels).every(([k, v]) => s.labels?.[k] === v));
+  return m?.value === undefined ? (m?.count === undefined ? undefined : Number(m.count)) : Number(m.value);
+}
+
+beforeAll(async () => {
+  ({ baseUrl } = await startTestServer(spawned, { KEYWARD_METRICS_TOKEN: TOKEN, KEYWARD_SAMPLE_INTERVAL_SECONDS: "0" }));
+  metricsKey = (await makeApiKey(["metrics"])).key;
+  claimsKey = (await makeApiKey(["claims:write"])).key;
+});
+
+afterAll(async () => {
+  for (const s of spawned) await stopServer(s);
+});
+
+describe("GET /metrics", () => {
+  it("is refused without credentials (401), with a wrong token (401) and with a claims key (403)", async () => {
+    const none = await call(baseUrl, "GET", "/metrics");
+    expect(none.status).toBe(401);
+    expect(none.body.error.code).toBe("unauthorized");
+    expect((await call(baseUrl, "GET", "/metrics", { key: `${TOKEN}x` })).status).toBe(401);
+    const claims = await call(baseUrl, "GET", "/metrics", { key: claimsKey });
+    expect(claims.status).toBe(403);
+    expect(claims.body.error.code).toBe("forbidden");
+  });
+
+  it("parses, and its values follow claims, samples, prunes and dead letters", async () => {
+    const source = await makeSource();
+    const families = await scrape(TOKEN);
+    for (const name of [
+      "keyward_claims_total",
+      "keyward_claim_duration_seconds",
+      "keyward_dedup_table_bytes",
+      "keyward_dedup_table_rows",
+      "keyward_expiry_backlog",
+      "keyward_prune_runs",
+      "keyward_prune_rows",
+      "keyward_replay_items",
+      "keyward_dead_letters_pending",
+    ]) {
+      expect(families.map((f) => f.name)).toContain(name);
+    }
+    expect(value(families, "keyward_claims_total", { source })).toBeUndefined();
+    const latencyBefore = value(families, "keyward_claim_duration_seconds", { route: "claim" }) ?? 0;
+
+    // Claims through the API: 2 claimed, 1 duplicate; a batch of 2 claimed.
+    const claim = (eventId: string) => call(baseUrl, "POST", "/api/v1/claims", { key: claimsKey, body: { source, eventId, eventType: "t" } });
+    expect((await claim("a")).status).toBe(201);
+    expect((await claim("b")).status).toBe(201);
+    expect((await claim("a")).status).toBe(200);
+    const batch = await call(baseUrl, "POST", "/api/v1/claims/batch", {
+      key: claimsKey,
+      body: { source, events: [{ eventId: "c", eventType: "t" }, { eventId: "d", eventType: "t" }] },
+    });
+    expect(batch.status).toBe(200);
+
+    // 7 expired keys, sampled (the exposition reads the latest sample, not the table), then pruned.
+    await insertKeys(source, 7, "now() - interval '1 hour' + i * interval '1 ms'", "old-");
+    const minute = new Date(Math.floor(Date.now() / 60_000) * 60_000 + 3_600_000);
+    expect((await takeSample({ at: minute })).outcome).toBe("written");
+    const pruned = await pruneExpiredKeys({ trigger: "cli", actor: actorOf(cliPrincipal()) });
+    expect("skipped" in pruned).toBe(false);
+    await recordDeadLetter({ source, eventId: uniq("dl"), eventType: "t", payload: { a: 1 }, error: "boom" }, "cli:test");
+
+    const after = await scrape(metricsKey);
+    expect(value(after, "keyward_claims_total", { source, outcome: "claimed" })).toBe(4);
+    expect(value(after, "keyward_claims_total", { source, outcome: "duplicate" })).toBe(1);
+    expect(value(after, "keyward_claim_duration_seconds", { route: "claim" })).toBe(latencyBefore + 3);
+    expect(value(after, "keyward_claim_duration_seconds", { route: "batch" })).toBeGreaterThanOrEqual(1);
+    expect(value(after, "keyward_expiry_backlog")).toBe(7);
+    expect(value(after, "keyward_dedup_table_rows")).toBeGreaterThanOrEqual(0);
+    expect(value(after, "keyward_dedup_table_bytes", { part: "table" })).toBeGreaterThan(0);
+    expect(value(after, "keyward_metrics_sample_timestamp_seconds")).toBe(minute.getTime() / 1000);
+    expect(value(after, "keyward_prune_runs", { outcome: "drained" })).toBeGreaterThanOrEqual(1);
+    expect(value(after, "keyward_prune_rows", { outcome: "drained" })).toBeGreaterThanOrEqual(7);
+    expect(value(after, "keyward_dead_letters_pending", { source })).toBe(1);
+
+    // A newer sample, taken after the prune, shows the backlog gone.
+    await takeSample({ at: new Date(minute.getTime() + 60_000) });
+    expect(value(await scrape(TOKEN), "keyward_expiry_backlog")).toBe(0);
+  });
+});
