@@ -12,6 +12,8 @@ import { recordDeadLetter } from "../../lib/deadletters/intake";
 import { takeSample } from "../../lib/metrics/sampler";
 import { pruneExpiredKeys } from "../../lib/retention/prune";
 import { actorOf } from "../../lib/auth/principal";
+import { hasScope } from "../../lib/auth/schema";
+import { loadEnv } from "../../lib/config/env";
 import { call, startTestServer } from "../setup/auth";
 import { makeSource, uniq } from "../setup/db";
 import { makeApiKey } from "../setup/http";
@@ -66,6 +68,16 @@ afterAll(async () => {
 });
 
 describe("GET /metrics", () => {
+  it("KEYWARD_METRICS_TOKEN must be at least 32 characters; scope metrics is implied by read and operator only", () => {
+    expect(() => loadEnv({ KEYWARD_METRICS_TOKEN: "too-short" })).toThrow(/KEYWARD_METRICS_TOKEN: must be at least 32 characters/);
+    expect(loadEnv({ KEYWARD_METRICS_TOKEN: "" }).KEYWARD_METRICS_TOKEN).toBeUndefined();
+    expect(hasScope(["read"], "metrics")).toBe(true);
+    expect(hasScope(["operator"], "metrics")).toBe(true);
+    expect(hasScope(["claims:write"], "metrics")).toBe(false);
+    expect(hasScope(["metrics"], "read")).toBe(false);
+  });
+
+
   it("is refused without credentials (401), with a wrong token (401) and with a claims key (403)", async () => {
     const none = await call(baseUrl, "GET", "/metrics");
     expect(none.status).toBe(401);
