@@ -10,6 +10,7 @@ import { prisma } from "../db/client";
 import type { Prisma, PrismaClient } from "../db/generated/client";
 import { actorOf, type Principal } from "../auth/principal";
 import { query } from "../db/sql";
+import { storableText } from "../http/fields";
 import { auditCursor, parseCursor } from "./schema";
 import { AUDIT_COLUMNS, cursorOf, toAuditRow } from "./search";
 
@@ -58,8 +59,8 @@ export const listActionsQuery = z.strictObject({
   limit: z.coerce.number().int().min(1).max(500).default(100),
   /** Keyset pagination: only actions older than this cursor (`<at ISO>_<id>` from the previous page), as in the audit search. */
   before: auditCursor.optional(),
-  actor: z.string().max(200).optional(),
-  action: z.string().max(100).optional(),
+  actor: storableText().max(200).optional(),
+  action: storableText().max(100).optional(),
 });
 export type ListActionsQuery = z.infer<typeof listActionsQuery>;
 

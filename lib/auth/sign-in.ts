@@ -8,6 +8,7 @@ import { z } from "zod";
 import { KeywardError } from "../errors";
 import { prisma } from "../db/client";
 import { parseOrThrow } from "../http/validate";
+import { storableRepresentation, unstorableReason } from "../http/fields";
 import { recordAction } from "../audit/actions";
 import { getAuth } from "./auth";
 import { oidcConfig, OIDC_PROVIDER_ID } from "./oidc";
@@ -16,7 +17,16 @@ import { forgiveSignInAttempt, reserveSignInAttempt } from "./throttle";
 import { loadEnv } from "../config/env";
 
 export const signInRequest = z.strictObject({
-  username: z.string().trim().toLowerCase().min(1, "is required").max(64, "must be at most 64 characters"),
+  // A name PostgreSQL cannot store (NUL, a lone surrogate) names no account either: it is kept in its
+  // escaped form (`\u0000`, never a valid username), so the attempt is refused, counted and recorded like
+  // any unknown name instead of failing in the database.
+  username: z
+    .string()
+    .trim()
+    .toLowerCase()
+    .min(1, "is required")
+    .max(64, "must be at most 64 characters")
+    .transform((s) => (unstorableReason(s) ? storableRepresentation(s) : s)),
   password: z.string().min(1, "is required").max(256, "must be at most 256 characters"),
 });
 

@@ -10,6 +10,7 @@ import { KeywardError } from "../errors";
 import { prisma } from "../db/client";
 import { isUniqueViolation } from "../db/errors";
 import { parseOrThrow } from "../http/validate";
+import { storableText } from "../http/fields";
 import { recordAction } from "../audit/actions";
 import { getAuth } from "./auth";
 import type { Principal } from "./principal";
@@ -36,7 +37,7 @@ export const createUserRequest = z.strictObject({
   role,
   /** Omit to have one generated; it is returned once. */
   password: password.optional(),
-  name: z.string().trim().min(1).max(128).optional(),
+  name: storableText().trim().min(1).max(128).optional(),
 });
 
 export const updateUserRequest = z

@@ -6,13 +6,15 @@ const CONTROL_CHARS = /[\u0000-\u001f\u007f-\u009f]/;
 // stored id would no longer be the id that was claimed.
 const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
 
+// A blank id ("   ") is refused too: no sender means it, and " " and "  " would be two different keys.
 const text = (max: number) =>
   z
     .string()
     .min(1, "must not be empty")
     .max(max, `must be at most ${max} characters`)
     .refine((s) => !CONTROL_CHARS.test(s), "must not contain control characters")
-    .refine((s) => !LONE_SURROGATE.test(s), "must be valid Unicode (no lone surrogates)");
+    .refine((s) => !LONE_SURROGATE.test(s), "must be valid Unicode (no lone surrogates)")
+    .refine((s) => s === "" || s.trim() !== "" || CONTROL_CHARS.test(s), "must not be blank (only whitespace)");
 
 export const sourceName = z
   .string()

@@ -7,6 +7,7 @@
 import { KeywardError } from "../errors";
 import { query } from "../db/sql";
 import { parseOrThrow } from "../http/validate";
+import { isInstant } from "../http/fields";
 import {
   listDeadLettersQuery,
   type DeadLetter,
@@ -83,7 +84,7 @@ function decodeCursor(text: string, sort: Cursor["s"]): Cursor {
     throw bad();
   }
   if (!c || c.s !== sort || typeof c.v !== "string" || typeof c.i !== "string" || !UUID_RE.test(c.i)) throw bad();
-  if (sort === "failedAt" ? Number.isNaN(Date.parse(c.v)) : !/^-?\d{1,20}$/.test(c.v)) throw bad();
+  if (sort === "failedAt" ? !isInstant(c.v) : !/^-?\d{1,18}$/.test(c.v)) throw bad();
   return c;
 }
 

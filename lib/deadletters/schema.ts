@@ -6,6 +6,7 @@
 import { parse as parseMediaType } from "content-type";
 import { z } from "zod";
 import { eventId, eventType, sourceName } from "../claims/schema";
+import { instant, storableText } from "../http/fields";
 
 /** A payload is at most 256 KiB: the bytes stored and replayed (the JSON text as sent, or the decoded base64). */
 export const MAX_PAYLOAD_BYTES = 256 * 1024;
@@ -23,13 +24,10 @@ export const MAX_BATCH_BODY_BYTES = 16 * 1024 * 1024;
 /** The media type of a JSON `payload` when the sender names none. */
 export const JSON_CONTENT_TYPE = "application/json";
 
-const errorText = z
-  .string()
+const errorText = storableText()
   .min(1, "must not be empty")
-  .max(MAX_ERROR_CHARS, `must be at most ${MAX_ERROR_CHARS} characters`)
-  .refine((s) => !s.includes("\u0000"), "must not contain NUL characters");
+  .max(MAX_ERROR_CHARS, `must be at most ${MAX_ERROR_CHARS} characters`);
 
-const isoTime = z.iso.datetime({ offset: true, error: "must be an ISO-8601 time, e.g. 2026-12-03T10:00:00Z" });
 
 /** A Content-Type header value (RFC 9110 media type with parameters), sent as is on replay. */
 export const mediaType = z
@@ -65,12 +63,11 @@ export const deadLetterInput = z
     contentType: mediaType.optional(),
     error: errorText,
     attempts: z.number().int("must be a whole number").min(0).max(1_000_000).optional(),
-    failedAt: isoTime.optional(),
-    queue: z
-      .string()
+    failedAt: instant.optional(),
+    queue: storableText()
       .min(1, "must not be empty")
       .max(255, "must be at most 255 characters")
-      .refine((s) => !/[\u0000-\u001f\u007f]/.test(s), "must not contain control characters")
+      .refine((s) => !/[\u0001-\u001f\u007f]/.test(s), "must not contain control characters") // NUL: storableText
       .optional(),
   })
   .superRefine((d, ctx) => {
@@ -102,9 +99,9 @@ export type KeyStateName = (typeof KEY_STATES)[number];
 
 export const listDeadLettersQuery = z.strictObject({
   source: sourceName.optional(),
-  from: isoTime.optional(),
-  to: isoTime.optional(),
-  errorContains: z.string().min(1).max(200).optional(),
+  from: instant.optional(),
+  to: instant.optional(),
+  errorContains: storableText().min(1).max(200).optional(),
   status: z.enum(DEAD_LETTER_STATUSES).optional(),
   sort: z.enum(["failedAt", "keyExpiry"]).default("failedAt"),
   limit: z.coerce.number().int().min(1).max(500).default(100),

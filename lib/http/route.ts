@@ -15,6 +15,7 @@ import type { Capability } from "../auth/roles";
 import { hasSessionCookie, sessionPrincipal } from "../auth/session";
 import { isUnavailable, toUnavailable } from "../db/sql";
 import { loadEnv } from "../config/env";
+import { storableRepresentation, unstorableReason } from "./fields";
 
 export type { Principal };
 
@@ -52,6 +53,7 @@ export function route<P>(handler: (ctx: RouteContext<P>) => Promise<Response>, a
       if (principal && !SAFE_METHODS.has(req.method) && principal.kind === "user") assertSameOrigin(req);
       if ("allow" in access) authorize(principal!, access.allow);
       const params = ((await next?.params) ?? {}) as P;
+      assertStorableUrl(req, params as Record<string, string | string[]>);
       // A public route's handler is typed to accept null (PublicRouteContext); others always get a principal.
       return await handler({ req, params, principal: principal as Principal });
     } catch (err) {
@@ -72,6 +74,29 @@ function tokenPrincipal(req: Request, token: RouteToken, allow: readonly Capabil
   const b = createHash("sha256").update(expected).digest();
   if (!timingSafeEqual(a, b)) return null;
   return { kind: "apikey", id: token.name, name: token.name, capabilities: [...allow] };
+}
+
+/**
+ * Path segments and query values reach SQL as text: one holding a NUL (`%00`), which PostgreSQL cannot
+ * take, is a 422 naming it, on every route at once. (Malformed percent-encoding never gets this far:
+ * lib/server/api-edge.ts answers it; a lone surrogate cannot come out of a URL, which decodes as UTF-8.)
+ */
+function assertStorableUrl(req: Request, params: Record<string, string | string[]>): void {
+  const fields: { field: string; message: string }[] = [];
+  for (const [name, value] of Object.entries(params)) {
+    for (const v of Array.isArray(value) ? value : [value]) {
+      const reason = unstorableReason(v);
+      if (reason) fields.push({ field: name, message: `path segment ${reason}` });
+    }
+  }
+  for (const [name, value] of new URL(req.url).searchParams) {
+    const reason = unstorableReason(name) ?? unstorableReason(value);
+    if (reason) fields.push({ field: storableRepresentation(name), message: `query parameter ${reason}` });
+  }
+  if (fields.length) {
+    const summary = fields.map((f) => `${f.field}: ${f.message}`).join("; ");
+    throw KeywardError.unprocessable("invalid_request", `invalid request: ${summary}`, { fields });
+  }
 }
 
 /**
@@ -149,11 +174,10 @@ export function errorResponse(err: unknown): Response {
 
 export const MAX_BODY_BYTES = 1024 * 1024;
 
-/** Reads a JSON body: 413 above 1 MiB, 415 unless JSON, 400 when it does not parse. */
+/** Reads a JSON body: 413 above 1 MiB, 415 unless JSON, 400 when it is not UTF-8 or does not parse. */
 export async function readJson(req: Request, maxBytes = MAX_BODY_BYTES): Promise<unknown> {
   assertJsonType(req, maxBytes);
-  const text = (await readLimited(req, maxBytes)).toString("utf8");
-  return parseJson(text);
+  return parseJson(decodeUtf8(await readLimited(req, maxBytes)));
 }
 
 /**
@@ -165,13 +189,16 @@ export async function readJson(req: Request, maxBytes = MAX_BODY_BYTES): Promise
 export async function readJsonBody(req: Request, maxBytes = MAX_BODY_BYTES): Promise<{ bytes: Buffer; value: unknown }> {
   assertJsonType(req, maxBytes);
   const bytes = await readLimited(req, maxBytes);
-  let text: string;
+  return { bytes, value: parseJson(decodeUtf8(bytes)) };
+}
+
+/** JSON text is UTF-8 (RFC 8259 8.1): invalid bytes are refused, not silently turned into U+FFFD. */
+function decodeUtf8(bytes: Buffer): string {
   try {
-    text = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true }).decode(bytes);
+    return UTF8.decode(bytes);
   } catch {
     throw KeywardError.badRequest("malformed_json", "body is not valid UTF-8");
   }
-  return { bytes, value: parseJson(text) };
 }
 
 function assertJsonType(req: Request, maxBytes: number): void {
@@ -219,3 +246,5 @@ async function readLimited(req: Request, maxBytes: number): Promise<Buffer> {
   }
   return Buffer.concat(chunks);
 }
+
+const UTF8 = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true });

@@ -3,6 +3,7 @@
  * the pruner's runs over a time range. Shared by the route, the console and the tests.
  */
 import { z } from "zod";
+import { instant } from "../http/fields";
 
 const count = z.number().int().nonnegative();
 
@@ -15,11 +16,9 @@ export const DEFAULT_METRICS_RANGE: MetricsRange = "24h";
 /** The longest range one request may ask for (samples are kept 30 days; a day of slack for the edges). */
 export const MAX_RANGE_SECONDS = 31 * 86400;
 
-const isoInstant = z.iso.datetime({ offset: true, error: "must be an ISO 8601 timestamp, e.g. 2026-12-02T14:00:00Z" });
-
 /** `?from&to`: ISO timestamps; to defaults to now, from to 24 hours before to. */
 export const metricsQuery = z
-  .object({ from: isoInstant.optional(), to: isoInstant.optional() })
+  .object({ from: instant.optional(), to: instant.optional() })
   .transform(({ from, to }, ctx) => {
     const toDate = to ? new Date(to) : new Date();
     const fromDate = from ? new Date(from) : new Date(toDate.getTime() - 86400_000);

@@ -10,6 +10,7 @@ import { KeywardError } from "../errors";
 import { prisma } from "../db/client";
 import { query } from "../db/sql";
 import { parseOrThrow } from "../http/validate";
+import { isInstant } from "../http/fields";
 import { recordAction } from "../audit/actions";
 import { actorOf, type Principal } from "../auth/principal";
 import { UUID_RE } from "../deadletters/list";
@@ -270,7 +271,7 @@ export async function listReplays(input: unknown): Promise<{ items: ReplaySummar
   if (q.status) where.push(`r.status = ${p(q.status)}`);
   if (q.cursor) {
     const m = /^(\d{4}-\d\d-\d\dT[\d:.]+Z)_([0-9a-f-]{36})$/i.exec(Buffer.from(q.cursor, "base64url").toString("utf8"));
-    if (!m || Number.isNaN(Date.parse(m[1])) || !UUID_RE.test(m[2])) {
+    if (!m || !isInstant(m[1]) || !UUID_RE.test(m[2])) {
       throw KeywardError.unprocessable("invalid_request", "cursor: must be a cursor from a previous page", {
         fields: [{ field: "cursor", message: "must be a cursor from a previous page" }],
       });

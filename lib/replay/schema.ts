@@ -5,6 +5,7 @@
  */
 import { z } from "zod";
 import { sourceName } from "../claims/schema";
+import { instant, storableText } from "../http/fields";
 
 export const CATEGORIES = ["alive", "expiring", "expired_processed", "never_processed", "in_flight"] as const;
 export const category = z.enum(CATEGORIES);
@@ -16,7 +17,6 @@ export const PREFLIGHT_VALID_SECONDS = 15 * 60;
 export const MAX_WINDOW_SECONDS = 90 * 86400;
 
 const uuid = z.uuid("must be an id from this API");
-const isoTime = z.iso.datetime({ offset: true, error: "must be an ISO-8601 time, e.g. 2026-12-03T10:00:00Z" });
 
 export const preflightRequest = z
   .strictObject({
@@ -27,7 +27,7 @@ export const preflightRequest = z
       .max(MAX_PREFLIGHT_ITEMS, `must hold at most ${MAX_PREFLIGHT_ITEMS} ids`)
       .optional(),
     filter: z
-      .strictObject({ from: isoTime.optional(), to: isoTime.optional(), errorContains: z.string().min(1).max(200).optional() })
+      .strictObject({ from: instant.optional(), to: instant.optional(), errorContains: storableText().min(1).max(200).optional() })
       .optional(),
     replayWindowSeconds: z
       .number()
@@ -74,7 +74,7 @@ export const MAX_ATTEMPTS = 5;
 export const startReplayRequest = z.strictObject({
   preflightId: uuid,
   include: z.array(category).min(1, "must name at least one category"),
-  force: z.strictObject({ reason: z.string().trim().min(10, "must be at least 10 characters: say why").max(1000) }).optional(),
+  force: z.strictObject({ reason: storableText().trim().min(10, "must be at least 10 characters: say why").max(1000) }).optional(),
   ratePerSecond: z.number().int().min(1).max(MAX_RATE_PER_SECOND).default(DEFAULT_RATE_PER_SECOND),
   concurrency: z.number().int().min(1).max(MAX_CONCURRENCY).default(DEFAULT_CONCURRENCY),
 });

@@ -5,8 +5,9 @@
  * requests/s even for a 401 that never touches the database (docs/benchmarks.md), while the claim
  * itself costs less. How: the handlers are the very route modules Next serves
  * (app/api/v1/claims/**), wrapped by the same `route()`; only the dispatch differs, so authentication,
- * validation, limits and error bodies are identical. Anything not matched here (other paths, methods,
- * trailing slashes) goes to Next, which serves these same modules too.
+ * validation, limits and error bodies are identical. Anything not matched here (other paths, methods)
+ * goes to Next, which serves these same modules too; malformed paths and trailing slashes are answered
+ * before either (api-edge.ts).
  */
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { Readable } from "node:stream";
@@ -47,7 +48,7 @@ export function matchFastRoute(method: string | undefined, url: string | undefin
       try {
         return { handler: keyState as Handler, params: { source: decodeURIComponent(m[1]), eventId: decodeURIComponent(m[2]) } };
       } catch {
-        return null; // malformed percent-encoding: Next answers it
+        return null; // malformed percent-encoding: refused before this (api-edge.ts); Next would answer it otherwise
       }
     }
   }

@@ -21,6 +21,8 @@ import { schedulePruning } from "../retention/schedule";
 import { scheduleReplayWorker } from "../replay/executor";
 import { applyDedupModeSetting } from "../retention/partitions";
 import { pageHeaders } from "../http/headers";
+import { KeywardError } from "../errors";
+import { apiPathProblem, completeBodilessRefusals, isApiPath, malformedSegment, writeApiError } from "./api-edge";
 
 export async function startServer(options: { build?: boolean } = {}): Promise<void> {
   const env = loadEnv();
@@ -53,23 +55,34 @@ export async function startServer(options: { build?: boolean } = {}): Promise<vo
   const handle = app.getRequestHandler();
   const server = http.createServer(httpServerOptions(env), (req, res) => {
     req.headers[CLIENT_IP_HEADER] = clientIp(req, env.KEYWARD_TRUST_PROXY);
+    const api = isApiPath(req.url);
+    if (api) {
+      const problem = apiPathProblem(req.url!);
+      if (problem) return writeApiError(res, problem);
+    }
     const fast = matchFastRoute(req.method, req.url);
     if (!fast) {
-      if (!req.url?.startsWith("/api/")) {
+      if (!api) {
         // Console pages: a fresh nonce per response. Next reads it from the request's CSP header and puts
         // it on every script it renders; the browser runs no other inline script.
         const headers = pageHeaders(randomBytes(16).toString("base64"));
         req.headers["content-security-policy"] = headers[0][1];
         for (const [name, value] of headers) res.setHeader(name, value);
+        if (malformedSegment(req.url ?? "/")) {
+          // Next would fail decoding a dynamic segment (/events/%ZZ/x) with a bare 500.
+          res.writeHead(400, { "content-type": "text/plain; charset=utf-8" });
+          return void res.end("Bad request: the path is not valid percent-encoded UTF-8.\n");
+        }
       } else {
         delete req.headers["content-security-policy"];
+        completeBodilessRefusals(req, res);
       }
       return void handle(req, res);
     }
     serveFast(fast, req, res).catch((err) => {
       console.error("[keyward] fast route failed:", err);
-      if (!res.headersSent) res.writeHead(500, { "content-type": "application/json" });
-      res.end(JSON.stringify({ error: { code: "internal_error", message: "internal error; see the server log" } }));
+      if (!res.headersSent) writeApiError(res, new KeywardError(500, "internal_error", "internal error; see the server log"));
+      else res.end();
     });
   });
   try {

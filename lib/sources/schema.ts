@@ -2,6 +2,7 @@
 import { z } from "zod";
 import { sourceName } from "../claims/schema";
 import { KeywardError } from "../errors";
+import { unstorableReason } from "../http/fields";
 import { findPreset, PRESETS } from "../retention/presets";
 
 export const MAX_TTL_SECONDS = 90 * 86400;
@@ -33,6 +34,9 @@ export const deadLetterRetention = z
 export const replayDestination = z
   .url({ protocol: /^https?$/, error: "replayDestination must be an http:// or https:// URL" })
   .max(2048, "replayDestination must be at most 2048 characters")
+  // A URL parser accepts a raw NUL or lone surrogate in the path (it would percent-encode it); the text
+  // is stored as sent, so it must be text PostgreSQL can store.
+  .refine((u) => unstorableReason(u) === null, "replayDestination must not contain NUL characters or lone surrogates")
   .refine((u) => {
     // zod runs refinements after a failed format check too: an unparseable URL is reported once, above.
     if (!URL.canParse(u)) return true;

@@ -8,15 +8,14 @@
  *
  * Public routes must be in PUBLIC_ROUTES: making a route public is a conscious, reviewed choice.
  */
-import { readdirSync } from "node:fs";
-import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { SCOPES, type Scope } from "../../lib/auth/schema";
 import type { Role } from "../../lib/auth/roles";
 import type { RouteAccess } from "../../lib/http/route";
 import { uniq } from "../setup/db";
 import { makeApiKey } from "../setup/http";
-import { ROOT, stopServer, type Server } from "../setup/server";
+import { stopServer, type Server } from "../setup/server";
+import { concretePath, discoverExports, HTTP_METHODS, routeLabel, type RouteExport } from "../setup/routes";
 import { call, signedInUser, startTestServer, type CallOptions } from "../setup/auth";
 
 /** Routes anyone may call, as `METHOD /path`, each with why. */
@@ -26,23 +25,13 @@ const PUBLIC_ROUTES: Record<string, string> = {
   "GET /api/auth/[...all]": "the OIDC provider's redirect back",
   "POST /api/auth/[...all]": "starting single sign-on",
   "POST /api/v1/maintenance/prune/external": "external schedulers authenticate with KEYWARD_MAINTENANCE_SECRET, not a session or key",
+  ...Object.fromEntries(
+    HTTP_METHODS.map((m) => [`${m} /api/[[...path]]`, "an unknown API path is a 404 in the error shape for everyone"]),
+  ),
 };
 
 /** Calls that end the caller's own session: they get fresh sessions so the others keep theirs. */
 const ENDS_SESSION = new Set(["DELETE /api/v1/session"]);
-
-const HTTP_METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE"] as const;
-/** Methods Next would also route to an export; they must declare access too if ever exported. */
-const ALL_HANDLER_EXPORTS = [...HTTP_METHODS, "HEAD", "OPTIONS"];
-
-const SAMPLE_SEGMENTS: Record<string, string> = {
-  "[source]": "matrix-no-such-source",
-  "[name]": "matrix-no-such-source",
-  "[eventId]": "evt-matrix-1",
-  "[username]": "matrix-nobody",
-  "[id]": "matrix-no-such-key",
-  "[...all]": "sign-in/oauth2",
-};
 
 /** What each principal may do, by the product's rules (roles, scopes and the scopes they imply). */
 const ROLE_GRANTS: Record<Role, string[]> = {
@@ -59,48 +48,7 @@ const SCOPE_GRANTS: Record<Scope, string[]> = {
   metrics: ["metrics"],
 };
 
-type RouteExport = { file: string; urlPattern: string; method: string; access: unknown };
-
-function routeFiles(dir: string): string[] {
-  return readdirSync(dir, { withFileTypes: true }).flatMap((e) => {
-    const p = path.join(dir, e.name);
-    if (e.isDirectory()) return routeFiles(p);
-    return /^route\.(ts|tsx|js|mjs)$/.test(e.name) ? [p] : [];
-  });
-}
-
-/** app/api/v1/users/[username]/route.ts → /api/v1/users/[username] (route groups dropped). */
-function urlPatternOf(file: string): string {
-  const rel = path.relative(path.join(ROOT, "app"), path.dirname(file)).split(path.sep);
-  return "/" + rel.filter((s) => !/^\(.*\)$/.test(s)).join("/");
-}
-
-function concretePath(pattern: string): string {
-  return pattern
-    .split("/")
-    .map((seg) => {
-      if (!seg.startsWith("[")) return seg;
-      const sample = SAMPLE_SEGMENTS[seg];
-      if (!sample) throw new Error(`no sample value for the dynamic segment ${seg} in ${pattern}: add one to SAMPLE_SEGMENTS`);
-      return sample.split("/").map(encodeURIComponent).join("/");
-    })
-    .join("/");
-}
-
-async function discoverExports(): Promise<RouteExport[]> {
-  const out: RouteExport[] = [];
-  for (const file of routeFiles(path.join(ROOT, "app/api")).sort()) {
-    const mod = (await import(file)) as Record<string, unknown>;
-    for (const method of ALL_HANDLER_EXPORTS) {
-      const fn = mod[method];
-      if (fn === undefined) continue;
-      out.push({ file: path.relative(ROOT, file), urlPattern: urlPatternOf(file), method, access: (fn as { access?: unknown }).access });
-    }
-  }
-  return out;
-}
-
-const label = (r: { method: string; urlPattern: string }) => `${r.method} ${r.urlPattern}`;
+const label = routeLabel;
 
 function isAccess(a: unknown): a is RouteAccess {
   if (typeof a !== "object" || a === null) return false;

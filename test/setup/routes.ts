@@ -1,15 +1,17 @@
 /**
- * Every API route on disk (app/api/**\/route.ts) with its exported methods and a concrete path to call,
- * for tests that walk all routes (the fault matrix in test/db/faults.test.ts). Found on disk, never
- * listed by hand, so a new route is covered the day it is added.
+ * The routes under app/api, found on disk (never listed by hand): each exported handler with its URL
+ * pattern, method and declared access. Shared by the access matrix (test/http/route-matrix.test.ts) and
+ * the fuzz campaign (test/http/fuzz.test.ts), so a new route is covered by both without being added to either.
  */
 import { readdirSync } from "node:fs";
 import path from "node:path";
 import { ROOT } from "./server";
 
 export const HTTP_METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE"] as const;
+/** Methods Next would also route to an export; they must declare access too if ever exported. */
+export const ALL_HANDLER_EXPORTS = [...HTTP_METHODS, "HEAD", "OPTIONS"];
 
-/** A sample value for each dynamic segment (none of them needs to exist). */
+/** A harmless value for each dynamic segment, naming nothing that exists. */
 export const SAMPLE_SEGMENTS: Record<string, string> = {
   "[source]": "matrix-no-such-source",
   "[name]": "matrix-no-such-source",
@@ -17,9 +19,10 @@ export const SAMPLE_SEGMENTS: Record<string, string> = {
   "[username]": "matrix-nobody",
   "[id]": "matrix-no-such-key",
   "[...all]": "sign-in/oauth2",
+  "[[...path]]": "v1/no-such-endpoint",
 };
 
-export type ApiRoute = { file: string; urlPattern: string; method: string; path: string; access: unknown };
+export type RouteExport = { file: string; urlPattern: string; method: string; access: unknown };
 
 function routeFiles(dir: string): string[] {
   return readdirSync(dir, { withFileTypes: true }).flatMap((e) => {
@@ -35,29 +38,42 @@ function urlPatternOf(file: string): string {
   return "/" + rel.filter((s) => !/^\(.*\)$/.test(s)).join("/");
 }
 
-function concretePath(pattern: string): string {
+/** The pattern's URL with each dynamic segment replaced by `values[segment]` (percent-encoded), else its sample. */
+export function concretePath(pattern: string, values: Record<string, string> = {}): string {
   return pattern
     .split("/")
     .map((seg) => {
       if (!seg.startsWith("[")) return seg;
-      const sample = SAMPLE_SEGMENTS[seg];
-      if (!sample) throw new Error(`no sample value for the dynamic segment ${seg} in ${pattern}: add one to SAMPLE_SEGMENTS`);
+      const sample = values[seg] ?? SAMPLE_SEGMENTS[seg];
+      if (sample === undefined) throw new Error(`no sample value for the dynamic segment ${seg} in ${pattern}: add one to SAMPLE_SEGMENTS`);
       return sample.split("/").map(encodeURIComponent).join("/");
     })
     .join("/");
 }
 
-/** Imports every route module (as the test process sees it) and lists its HTTP handlers. */
-export async function discoverApiRoutes(): Promise<ApiRoute[]> {
-  const out: ApiRoute[] = [];
+/** The dynamic segments of a pattern, in order (`[source]`, `[...all]`, …). */
+export const dynamicSegments = (pattern: string) => pattern.split("/").filter((s) => s.startsWith("["));
+
+export async function discoverExports(): Promise<RouteExport[]> {
+  const out: RouteExport[] = [];
   for (const file of routeFiles(path.join(ROOT, "app/api")).sort()) {
     const mod = (await import(file)) as Record<string, unknown>;
-    const urlPattern = urlPatternOf(file);
-    for (const method of HTTP_METHODS) {
+    for (const method of ALL_HANDLER_EXPORTS) {
       const fn = mod[method];
       if (fn === undefined) continue;
-      out.push({ file: path.relative(ROOT, file), urlPattern, method, path: concretePath(urlPattern), access: (fn as { access?: unknown }).access });
+      out.push({ file: path.relative(ROOT, file), urlPattern: urlPatternOf(file), method, access: (fn as { access?: unknown }).access });
     }
   }
   return out;
+}
+
+export const routeLabel = (r: { method: string; urlPattern: string }) => `${r.method} ${r.urlPattern}`;
+
+/** A route export with a concrete path to call (every dynamic segment given its sample), for walks over every route. */
+export type ApiRoute = RouteExport & { path: string };
+
+export async function discoverApiRoutes(): Promise<ApiRoute[]> {
+  return (await discoverExports())
+    .filter((r) => (HTTP_METHODS as readonly string[]).includes(r.method))
+    .map((r) => ({ ...r, path: concretePath(r.urlPattern) }));
 }
