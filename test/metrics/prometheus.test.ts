@@ -69,8 +69,8 @@ afterAll(async () => {
 
 describe("GET /metrics", () => {
   it("KEYWARD_METRICS_TOKEN must be at least 32 characters; scope metrics is implied by read and operator only", () => {
-    expect(() => loadEnv({ KEYWARD_METRICS_TOKEN: "too-short" } as NodeJS.ProcessEnv)).toThrow(/KEYWARD_METRICS_TOKEN: must be at least 32 characters/);
-    expect(loadEnv({ KEYWARD_METRICS_TOKEN: "" } as NodeJS.ProcessEnv).KEYWARD_METRICS_TOKEN).toBeUndefined();
+    expect(() => loadEnv({ NODE_ENV: "test", KEYWARD_METRICS_TOKEN: "too-short" })).toThrow(/KEYWARD_METRICS_TOKEN: must be at least 32 characters/);
+    expect(loadEnv({ NODE_ENV: "test", KEYWARD_METRICS_TOKEN: "" }).KEYWARD_METRICS_TOKEN).toBeUndefined();
     expect(hasScope(["read"], "metrics")).toBe(true);
     expect(hasScope(["operator"], "metrics")).toBe(true);
     expect(hasScope(["claims:write"], "metrics")).toBe(false);
