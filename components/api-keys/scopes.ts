@@ -7,6 +7,7 @@ export const SCOPE_HELP: Record<Scope, string> = {
   "deadletters:write": "replay dead letters",
   read: "read everything the console shows (overview, sources, audit)",
   operator: "read, plus operator actions and the action log",
+  metrics: "scrape GET /metrics (Prometheus) and nothing else",
 };
 
 export { SCOPES };

@@ -1,7 +1,7 @@
 /** API-key scopes and request schemas, shared by routes, CLI and tests. */
 import { z } from "zod";
 
-export const SCOPES = ["claims:write", "claims:read", "deadletters:write", "read", "operator"] as const;
+export const SCOPES = ["claims:write", "claims:read", "deadletters:write", "read", "operator", "metrics"] as const;
 export const scope = z.enum(SCOPES);
 export type Scope = z.infer<typeof scope>;
 
@@ -18,6 +18,8 @@ export const createApiKeyRequest = z.strictObject({
 export const IMPLIED_BY: Partial<Record<Scope, Scope[]>> = {
   "claims:read": ["claims:write", "read", "operator"],
   read: ["operator"],
+  // Prometheus scrapes GET /metrics with a key of scope metrics; whoever may read the console may too.
+  metrics: ["read", "operator"],
 };
 
 export function hasScope(granted: readonly string[], required: Scope): boolean {

@@ -53,6 +53,8 @@ const envSchema = z.object({
   KEYWARD_DEDUP_MODE: z.enum(["single", "partition"]).default("single"),
   // Lets an external scheduler call POST /api/v1/maintenance/prune/external; unset, that route is a 404.
   KEYWARD_MAINTENANCE_SECRET: optionalString(z.string().min(32, "must be at least 32 characters")),
+  // A bearer token Prometheus may scrape GET /metrics with (instead of an API key of scope metrics).
+  KEYWARD_METRICS_TOKEN: optionalString(z.string().min(32, "must be at least 32 characters")),
   // The URL people reach the console at. An https:// URL makes the session cookie Secure.
   KEYWARD_PUBLIC_URL: optionalString(z.url({ protocol: /^https?$/, error: "must be an http:// or https:// URL" }).transform((u) => u.replace(/\/+$/, ""))),
   // Signs session cookies; generated once and kept in the database when unset.

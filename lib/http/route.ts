@@ -6,6 +6,7 @@
  * `{ "error": { "code", "message", "details"? } }`: KeywardError → its status, database faults → 503,
  * anything else → 500 with nothing leaked.
  */
+import { createHash, timingSafeEqual } from "node:crypto";
 import { KeywardError } from "../errors";
 import { verifyApiKey } from "../auth/api-keys";
 import { authorize } from "../auth/authorize";
@@ -23,7 +24,14 @@ export type { Principal };
  * capabilities, see lib/auth/roles.ts), or anyone, for the few routes that must work before sign-in
  * (`public` says why).
  */
-export type RouteAccess = { allow: readonly Capability[] } | { public: string };
+export type RouteAccess = { allow: readonly Capability[]; token?: RouteToken } | { public: string };
+
+/**
+ * A configured shared secret a route also accepts as `Authorization: Bearer` (GET /metrics takes
+ * KEYWARD_METRICS_TOKEN, for scrapers without an API key): `get` reads it (undefined: not configured);
+ * the caller then acts as `name` with the route's `allow` capabilities.
+ */
+export type RouteToken = { name: string; get: () => string | undefined };
 
 export type RouteContext<P> = { req: Request; params: P; principal: Principal };
 export type PublicRouteContext<P> = { req: Request; params: P; principal: Principal | null };
@@ -32,7 +40,7 @@ type NextContext = { params: Promise<Record<string, string | string[]>> };
 
 export function route<P = Record<string, string>>(
   handler: (ctx: RouteContext<P>) => Promise<Response>,
-  access: { allow: readonly Capability[] },
+  access: { allow: readonly Capability[]; token?: RouteToken },
 ): ((req: Request, next?: NextContext) => Promise<Response>) & { access: RouteAccess };
 export function route<P = Record<string, string>>(
   handler: (ctx: PublicRouteContext<P>) => Promise<Response>,
@@ -41,7 +49,7 @@ export function route<P = Record<string, string>>(
 export function route<P>(handler: (ctx: RouteContext<P>) => Promise<Response>, access: RouteAccess) {
   const wrapped = async (req: Request, next?: NextContext): Promise<Response> => {
     try {
-      const principal = await authenticate(req, "public" in access);
+      const principal = ("token" in access && access.token && tokenPrincipal(req, access.token, access.allow)) || (await authenticate(req, "public" in access));
       if (principal && !SAFE_METHODS.has(req.method) && principal.kind === "user") assertSameOrigin(req);
       if ("allow" in access) authorize(principal!, access.allow);
       const params = ((await next?.params) ?? {}) as P;
@@ -56,6 +64,17 @@ export function route<P>(handler: (ctx: RouteContext<P>) => Promise<Response>, a
 }
 
 const SAFE_METHODS = new Set(["GET", "HEAD", "OPTIONS"]);
+
+/** The principal of a request that sends the route's configured token, else null (compared in constant time). */
+function tokenPrincipal(req: Request, token: RouteToken, allow: readonly Capability[]): Principal | null {
+  const expected = token.get();
+  const sent = /^Bearer\s+(\S+)$/i.exec(req.headers.get("authorization") ?? "")?.[1];
+  if (!expected || !sent) return null;
+  const a = createHash("sha256").update(sent).digest();
+  const b = createHash("sha256").update(expected).digest();
+  if (!timingSafeEqual(a, b)) return null;
+  return { kind: "apikey", id: token.name, name: token.name, capabilities: [...allow] };
+}
 
 /**
  * Path segments and query values reach SQL as text: one holding a NUL (`%00`), which PostgreSQL cannot

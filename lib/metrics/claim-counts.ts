@@ -13,23 +13,40 @@ const FLUSH_MS = 5000;
 type Counts = Record<ClaimOutcome, number>;
 // On globalThis: the custom server and Next's bundled route handlers load separate copies of this
 // module, and the server's shutdown flush must see what the routes counted.
-type CounterState = { pending: Map<string, Counts>; timer?: NodeJS.Timeout };
+// `totals` counts since the process started, for GET /metrics (lib/metrics/prometheus.ts).
+type CounterState = { pending: Map<string, Counts>; totals: Map<string, Counts>; timer?: NodeJS.Timeout };
 const state: CounterState = ((globalThis as { __keywardClaimCounts?: CounterState }).__keywardClaimCounts ??= {
   pending: new Map<string, Counts>(),
+  totals: new Map<string, Counts>(),
 });
+state.totals ??= new Map<string, Counts>();
 const pending = state.pending;
 
 export function countClaimOutcomes(source: string, outcomes: readonly ClaimOutcome[]): void {
-  let c = pending.get(source);
-  if (!c) {
-    c = { claimed: 0, duplicate: 0, in_flight: 0, payload_mismatch: 0 };
-    pending.set(source, c);
+  const c = countsOf(pending, source);
+  const t = countsOf(state.totals, source);
+  for (const o of outcomes) {
+    c[o]++;
+    t[o]++;
   }
-  for (const o of outcomes) c[o]++;
   if (!state.timer) {
     state.timer = setTimeout(() => void flushClaimCounts().catch(() => {}), FLUSH_MS);
     state.timer.unref();
   }
+}
+
+function countsOf(map: Map<string, Counts>, source: string): Counts {
+  let c = map.get(source);
+  if (!c) {
+    c = { claimed: 0, duplicate: 0, in_flight: 0, payload_mismatch: 0 };
+    map.set(source, c);
+  }
+  return c;
+}
+
+/** Claim outcomes counted by this process since it started, by source (read by the Prometheus exposition). */
+export function claimOutcomeTotals(): ReadonlyMap<string, Readonly<Counts>> {
+  return state.totals;
 }
 
 /** Adds the pending counts to claim_counts in one statement; on failure they are kept for the next flush. */

@@ -1,5 +1,5 @@
 /**
- * The claim endpoints served straight from the Node HTTP server, before Next's router.
+ * The claim endpoints (and GET /metrics) served straight from the Node HTTP server, before Next's router.
  *
  * Why: on this kind of machine Next's per-request routing costs ~1.3 ms and caps a process at ~600
  * requests/s even for a 401 that never touches the database (docs/benchmarks.md), while the claim
@@ -16,11 +16,13 @@ import { POST as claimBatch } from "../../app/api/v1/claims/batch/route";
 import { POST as complete } from "../../app/api/v1/claims/complete/route";
 import { POST as release } from "../../app/api/v1/claims/release/route";
 import { GET as keyState } from "../../app/api/v1/claims/[source]/[eventId]/route";
+import { GET as metrics } from "../../app/metrics/route";
+import { observeClaimSeconds } from "../metrics/prometheus";
 import { API_HEADERS } from "../http/headers";
 
 type Params = Record<string, string>;
 type Handler = (req: Request, ctx: { params: Promise<Params> }) => Promise<Response>;
-export type FastMatch = { handler: Handler; params: Params };
+export type FastMatch = { handler: Handler; params: Params; timed?: "claim" | "batch" };
 
 const POSTS: Record<string, Handler> = {
   "/api/v1/claims": claim,
@@ -29,14 +31,18 @@ const POSTS: Record<string, Handler> = {
   "/api/v1/claims/release": release,
 };
 
+/** Claim routes whose answer time goes to the keyward_claim_duration_seconds histogram. */
+const TIMED: Record<string, "claim" | "batch"> = { "/api/v1/claims": "claim", "/api/v1/claims/batch": "batch" };
+
 const KEY_STATE = /^\/api\/v1\/claims\/([^/]+)\/([^/]+)$/;
 
 /** The fast-path handler for this request, or null to let Next serve it. */
 export function matchFastRoute(method: string | undefined, url: string | undefined): FastMatch | null {
   if (!url) return null;
   const pathname = url.split("?", 1)[0];
-  if (method === "POST" && Object.hasOwn(POSTS, pathname)) return { handler: POSTS[pathname], params: {} };
+  if (method === "POST" && Object.hasOwn(POSTS, pathname)) return { handler: POSTS[pathname], params: {}, timed: TIMED[pathname] };
   if (method === "GET") {
+    if (pathname === "/metrics") return { handler: metrics as Handler, params: {} };
     const m = KEY_STATE.exec(pathname);
     if (m) {
       try {
@@ -63,7 +69,9 @@ export async function serveFast(match: FastMatch, req: IncomingMessage, res: Ser
     body: hasBody ? (Readable.toWeb(req) as ReadableStream<Uint8Array>) : undefined,
     duplex: "half",
   } as RequestInit);
+  const started = match.timed ? performance.now() : 0;
   const response = await match.handler(request, { params: Promise.resolve(match.params) });
+  if (match.timed) observeClaimSeconds(match.timed, (performance.now() - started) / 1000);
   const body = Buffer.from(await response.arrayBuffer());
   const out: Record<string, string> = Object.fromEntries(API_HEADERS);
   response.headers.forEach((value, name) => (out[name] = value));

@@ -1,5 +1,6 @@
 /**
- * Every route under app/api, found on disk (not listed by hand), must declare who may call it, and the
+ * Every route under app/api (and GET /metrics, app/metrics, outside /api for Prometheus), found on disk
+ * (not listed by hand), must declare who may call it, and the
  * real server must enforce exactly that: anonymous → 401, a principal without the capability → 403, one
  * with it → neither. The principals are people (viewer, operator, admin sessions, with the Origin a
  * browser sends) and API keys (one per scope). What each principal holds is written out below as the
@@ -35,16 +36,17 @@ const ENDS_SESSION = new Set(["DELETE /api/v1/session"]);
 
 /** What each principal may do, by the product's rules (roles, scopes and the scopes they imply). */
 const ROLE_GRANTS: Record<Role, string[]> = {
-  viewer: ["read", "claims:read"],
-  operator: ["read", "operator", "claims:read"],
-  admin: ["read", "operator", "admin", "claims:read"],
+  viewer: ["read", "claims:read", "metrics"],
+  operator: ["read", "operator", "claims:read", "metrics"],
+  admin: ["read", "operator", "admin", "claims:read", "metrics"],
 };
 const SCOPE_GRANTS: Record<Scope, string[]> = {
   "claims:write": ["claims:write", "claims:read"],
   "claims:read": ["claims:read"],
   "deadletters:write": ["deadletters:write"],
-  read: ["read", "claims:read"],
-  operator: ["operator", "read", "claims:read"],
+  read: ["read", "claims:read", "metrics"],
+  operator: ["operator", "read", "claims:read", "metrics"],
+  metrics: ["metrics"],
 };
 
 const label = routeLabel;
@@ -59,7 +61,7 @@ function isAccess(a: unknown): a is RouteAccess {
 let exportsFound: RouteExport[];
 
 beforeAll(async () => {
-  exportsFound = await discoverExports();
+  exportsFound = [...(await discoverExports()), ...(await discoverExports("app/metrics"))];
 });
 
 describe("every route under app/api declares who may call it", () => {
@@ -68,6 +70,7 @@ describe("every route under app/api declares who may call it", () => {
     expect(files.size).toBeGreaterThanOrEqual(10);
     expect(exportsFound.map(label)).toContain("POST /api/v1/claims");
     expect(exportsFound.map(label)).toContain("PATCH /api/v1/users/[username]");
+    expect(exportsFound.map(label)).toContain("GET /metrics");
     for (const audit of ["GET /api/v1/audit", "GET /api/v1/audit/export", "GET /api/v1/events/[source]/[eventId]"]) {
       expect(exportsFound.map(label)).toContain(audit);
     }

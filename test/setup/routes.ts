@@ -54,9 +54,10 @@ export function concretePath(pattern: string, values: Record<string, string> = {
 /** The dynamic segments of a pattern, in order (`[source]`, `[...all]`, …). */
 export const dynamicSegments = (pattern: string) => pattern.split("/").filter((s) => s.startsWith("["));
 
-export async function discoverExports(): Promise<RouteExport[]> {
+/** The route exports under `dir` (default app/api; the access matrix also walks app/metrics). */
+export async function discoverExports(dir = "app/api"): Promise<RouteExport[]> {
   const out: RouteExport[] = [];
-  for (const file of routeFiles(path.join(ROOT, "app/api")).sort()) {
+  for (const file of routeFiles(path.join(ROOT, dir)).sort()) {
     const mod = (await import(file)) as Record<string, unknown>;
     for (const method of ALL_HANDLER_EXPORTS) {
       const fn = mod[method];

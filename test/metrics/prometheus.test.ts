@@ -1,0 +1,147 @@
+/**
+ * GET /metrics against a real server on a database of this file's own (it prunes): scraped with an API
+ * key of scope metrics and with KEYWARD_METRICS_TOKEN, refused without credentials (401), with a wrong
+ * token (401) and with a claims key (403); the exposition parses as Prometheus text format, and its
+ * values follow claims (in-process counter and latency histogram), samples (table rows, expiry backlog),
+ * prune runs and dead letters.
+ */
+import parsePrometheusTextFormat from "parse-prometheus-text-format";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { cliPrincipal } from "../../lib/auth/principal";
+import { recordDeadLetter } from "../../lib/deadletters/intake";
+import { takeSample } from "../../lib/metrics/sampler";
+import { pruneExpiredKeys } from "../../lib/retention/prune";
+import { actorOf } from "../../lib/auth/principal";
+import { hasScope } from "../../lib/auth/schema";
+import { loadEnv } from "../../lib/config/env";
+import { call, startTestServer } from "../setup/auth";
+import { makeSource, uniq } from "../setup/db";
+import { makeApiKey } from "../setup/http";
+import { insertKeys } from "../setup/keys";
+import { usePrivateDatabase } from "../setup/private-db";
+import { stopServer, type Server } from "../setup/server";
+
+usePrivateDatabase();
+
+const TOKEN = "metrics-token-for-the-test-0123456789abcdef";
+const spawned: Server[] = [];
+let baseUrl: string;
+let metricsKey: string;
+let claimsKey: string;
+
+type Family = { name: string; type: string; metrics: { labels?: Record<string, string>; value?: string; count?: string; buckets?: Record<string, string> }[] };
+
+type Scrape = Family[] & { text: string };
+
+async function scrape(auth: string): Promise<Scrape> {
+  const res = await fetch(`${baseUrl}/metrics`, { headers: { authorization: `Bearer ${auth}` } });
+  const text = await res.text();
+  expect(res.status, text).toBe(200);
+  expect(res.headers.get("content-type")).toMatch(/^text\/plain; version=0\.0\.4/);
+  return Object.assign(parsePrometheusTextFormat(text) as Family[], { text });
+}
+
+/**
+ * A histogram's sample count, read from the text: parse-prometheus-text-format drops the labels, `_count`
+ * and `_sum` of a labelled histogram (it keeps only the buckets of the last series).
+ */
+function histogramCount(s: Scrape, name: string, route: string): number {
+  const m = new RegExp(`^${name}_count\\{route="${route}"\\} (\\S+)$`, "m").exec(s.text);
+  return m ? Number(m[1]) : 0;
+}
+
+function value(families: Family[], name: string, labels: Record<string, string> = {}): number | undefined {
+  const family = families.find((f) => f.name === name);
+  if (!family) throw new Error(`no metric family ${name}`);
+  const m = family.metrics.find((s) => Object.entries(labels).every(([k, v]) => s.labels?.[k] === v));
+  return m?.value === undefined ? (m?.count === undefined ? undefined : Number(m.count)) : Number(m.value);
+}
+
+beforeAll(async () => {
+  ({ baseUrl } = await startTestServer(spawned, { KEYWARD_METRICS_TOKEN: TOKEN, KEYWARD_SAMPLE_INTERVAL_SECONDS: "0" }));
+  metricsKey = (await makeApiKey(["metrics"])).key;
+  claimsKey = (await makeApiKey(["claims:write"])).key;
+});
+
+afterAll(async () => {
+  for (const s of spawned) await stopServer(s);
+});
+
+describe("GET /metrics", () => {
+  it("KEYWARD_METRICS_TOKEN must be at least 32 characters; scope metrics is implied by read and operator only", () => {
+    expect(() => loadEnv({ NODE_ENV: "test", KEYWARD_METRICS_TOKEN: "too-short" })).toThrow(/KEYWARD_METRICS_TOKEN: must be at least 32 characters/);
+    expect(loadEnv({ NODE_ENV: "test", KEYWARD_METRICS_TOKEN: "" }).KEYWARD_METRICS_TOKEN).toBeUndefined();
+    expect(hasScope(["read"], "metrics")).toBe(true);
+    expect(hasScope(["operator"], "metrics")).toBe(true);
+    expect(hasScope(["claims:write"], "metrics")).toBe(false);
+    expect(hasScope(["metrics"], "read")).toBe(false);
+  });
+
+
+  it("is refused without credentials (401), with a wrong token (401) and with a claims key (403)", async () => {
+    const none = await call(baseUrl, "GET", "/metrics");
+    expect(none.status).toBe(401);
+    expect(none.body.error.code).toBe("unauthorized");
+    expect((await call(baseUrl, "GET", "/metrics", { key: `${TOKEN}x` })).status).toBe(401);
+    const claims = await call(baseUrl, "GET", "/metrics", { key: claimsKey });
+    expect(claims.status).toBe(403);
+    expect(claims.body.error.code).toBe("forbidden");
+  });
+
+  it("parses, and its values follow claims, samples, prunes and dead letters", async () => {
+    const source = await makeSource();
+    const families = await scrape(TOKEN);
+    for (const name of [
+      "keyward_claims_total",
+      "keyward_claim_duration_seconds",
+      "keyward_dedup_table_bytes",
+      "keyward_dedup_table_rows",
+      "keyward_expiry_backlog",
+      "keyward_prune_runs",
+      "keyward_prune_rows",
+      "keyward_replay_items",
+      "keyward_dead_letters_pending",
+    ]) {
+      expect(families.map((f) => f.name)).toContain(name);
+    }
+    expect(value(families, "keyward_claims_total", { source })).toBeUndefined();
+    expect(families.find((f) => f.name === "keyward_claim_duration_seconds")?.type).toBe("HISTOGRAM");
+    const latencyBefore = histogramCount(families, "keyward_claim_duration_seconds", "claim");
+
+    // Claims through the API: 2 claimed, 1 duplicate; a batch of 2 claimed.
+    const claim = (eventId: string) => call(baseUrl, "POST", "/api/v1/claims", { key: claimsKey, body: { source, eventId, eventType: "t" } });
+    expect((await claim("a")).status).toBe(201);
+    expect((await claim("b")).status).toBe(201);
+    expect((await claim("a")).status).toBe(200);
+    const batch = await call(baseUrl, "POST", "/api/v1/claims/batch", {
+      key: claimsKey,
+      body: { source, events: [{ eventId: "c", eventType: "t" }, { eventId: "d", eventType: "t" }] },
+    });
+    expect(batch.status).toBe(200);
+
+    // 7 expired keys, sampled (the exposition reads the latest sample, not the table), then pruned.
+    await insertKeys(source, 7, "now() - interval '1 hour' + i * interval '1 ms'", "old-");
+    const minute = new Date(Math.floor(Date.now() / 60_000) * 60_000 + 3_600_000);
+    expect((await takeSample({ at: minute })).outcome).toBe("written");
+    const pruned = await pruneExpiredKeys({ trigger: "cli", actor: actorOf(cliPrincipal()) });
+    expect("skipped" in pruned).toBe(false);
+    await recordDeadLetter({ source, eventId: uniq("dl"), eventType: "t", payload: { a: 1 }, error: "boom" }, "cli:test");
+
+    const after = await scrape(metricsKey);
+    expect(value(after, "keyward_claims_total", { source, outcome: "claimed" })).toBe(4);
+    expect(value(after, "keyward_claims_total", { source, outcome: "duplicate" })).toBe(1);
+    expect(histogramCount(after, "keyward_claim_duration_seconds", "claim")).toBe(latencyBefore + 3);
+    expect(histogramCount(after, "keyward_claim_duration_seconds", "batch")).toBeGreaterThanOrEqual(1);
+    expect(value(after, "keyward_expiry_backlog")).toBe(7);
+    expect(value(after, "keyward_dedup_table_rows")).toBeGreaterThanOrEqual(0);
+    expect(value(after, "keyward_dedup_table_bytes", { part: "table" })).toBeGreaterThan(0);
+    expect(value(after, "keyward_metrics_sample_timestamp_seconds")).toBe(minute.getTime() / 1000);
+    expect(value(after, "keyward_prune_runs", { outcome: "drained" })).toBeGreaterThanOrEqual(1);
+    expect(value(after, "keyward_prune_rows", { outcome: "drained" })).toBeGreaterThanOrEqual(7);
+    expect(value(after, "keyward_dead_letters_pending", { source })).toBe(1);
+
+    // A newer sample, taken after the prune, shows the backlog gone.
+    await takeSample({ at: new Date(minute.getTime() + 60_000) });
+    expect(value(await scrape(TOKEN), "keyward_expiry_backlog")).toBe(0);
+  });
+});
