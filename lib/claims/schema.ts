@@ -74,6 +74,16 @@ export const claimKeyParams = z.strictObject({ source: sourceName, eventId });
 
 export type ClaimOutcome = "claimed" | "duplicate" | "in_flight" | "payload_mismatch";
 export type ClaimStatus = "done" | "processing";
+
+/** The answer of complete and release (server and keyward/client alike). */
+export type SettleResult = {
+  source: string;
+  eventId: string;
+  status: ClaimStatus | "released";
+  firstSeenAt: string;
+  expiresAt: string;
+  duplicateCount: number;
+};
 export type ClaimKind = "claimed" | "lease_takeover" | "reclaimed_after_expiry";
 
 /** What every claim answer carries (dates as ISO 8601 strings in JSON). */

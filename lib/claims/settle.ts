@@ -6,7 +6,9 @@
 import { KeywardError } from "../errors";
 import { query } from "../db/sql";
 import { parseOrThrow } from "../http/validate";
-import { completeRequest, releaseRequest, type ClaimStatus, type CompleteRequest, type ReleaseRequest } from "./schema";
+import { completeRequest, releaseRequest, type ClaimStatus, type CompleteRequest, type ReleaseRequest, type SettleResult } from "./schema";
+
+export type { SettleResult };
 import type { ClaimOptions } from "./claim";
 
 type SettleRow = {
@@ -57,14 +59,6 @@ audited AS (
 )
 SELECT cur.*, EXISTS (SELECT 1 FROM del) AS changed FROM cur`;
 
-export type SettleResult = {
-  source: string;
-  eventId: string;
-  status: ClaimStatus | "released";
-  firstSeenAt: string;
-  expiresAt: string;
-  duplicateCount: number;
-};
 
 function refuse(row: SettleRow | undefined, source: string, eventId: string, action: string): asserts row is SettleRow {
   if (!row || row.expired) {

@@ -8,7 +8,9 @@
  * network or answered 502/503/504 may still have committed; the retry resends the same body, so a claim
  * that did commit comes back `claimed` with `repeat: true` and its claim token, instead of `duplicate`.
  */
-import type { ClaimOutcome, ClaimRequest, ClaimResult, BatchClaimRequest, KeyState, ClaimStatus } from "../claims/schema";
+import type { ClaimOutcome, ClaimRequest, ClaimResult, BatchClaimRequest, KeyState, ClaimStatus, SettleResult } from "../claims/schema";
+
+export type { SettleResult };
 import type { BatchItemResult, DeadLetterInput } from "../deadletters/schema";
 
 export type { ClaimOutcome, ClaimResult, KeyState, ClaimStatus, BatchItemResult, DeadLetterInput };
@@ -32,15 +34,6 @@ export type KeywardClientOptions = {
 export type ClaimInput = ClaimRequest;
 export type ClaimBatchInput = BatchClaimRequest;
 
-/** The answer of complete and release. */
-export type SettleResult = {
-  source: string;
-  eventId: string;
-  status: ClaimStatus | "released";
-  firstSeenAt: string;
-  expiresAt: string;
-  duplicateCount: number;
-};
 
 /**
  * A release whose first request failed ambiguously and whose retry found no key: the first request
