@@ -7,9 +7,9 @@ import { PrismaPg } from "@prisma/adapter-pg";
 import { PrismaClient } from "./generated/client";
 import { loadEnv } from "../config/env";
 
-type Db = { pool: pg.Pool; prisma: PrismaClient; url: string };
+type Shared = { pool: pg.Pool; prisma: PrismaClient; url: string };
 
-const globalDb = globalThis as unknown as { __keywardDb?: Db };
+const globalDb = globalThis as unknown as { __keywardDb?: Shared };
 
 // timestamptz and bigint arrive as strings from pg by default; keep timestamps as Date (the default)
 // and parse int8 (count(*) results) into numbers: every count Keyward reads fits in 2^53.
@@ -89,7 +89,7 @@ export function databaseUrl(): string {
   return url;
 }
 
-export function db(): Db {
+export function db(): Shared {
   if (!globalDb.__keywardDb) {
     const url = databaseUrl();
     const pool = createPool(url);

@@ -8,8 +8,17 @@ import type pg from "pg";
 import { loadEnv } from "../config/env";
 import { KeywardError } from "../errors";
 import { pool } from "./client";
+import type { Db } from "./transaction";
 
-export type Queryable = Pick<pg.Pool, "query"> | Pick<pg.PoolClient, "query">;
+/** A pg pool or client a caller holds itself (a dedicated pool, a connection in its own transaction). */
+export type Connection = Pick<pg.Pool, "query"> | Pick<pg.PoolClient, "query">;
+/**
+ * Where a statement runs: a `Db` handle (lib/db/transaction.ts: the shared pool, or a transaction), or a
+ * pg connection the caller holds.
+ */
+export type Queryable = Db | Connection;
+
+const isDbHandle = (on: Queryable): on is Db => "inTransaction" in on && "prisma" in on;
 
 const RETRYABLE = new Set(["40001", "40P01"]);
 const MAX_ATTEMPTS = 3;
@@ -106,15 +115,17 @@ export async function query<Row extends object>(
   values: unknown[] = [],
   on: Queryable = pool(),
 ): Promise<Row[]> {
+  if (isDbHandle(on)) return on.query<Row>(sql, values);
   return (await run<Row>(sql, values, on)).rows;
 }
 
 /** For a statement whose answer is how many rows it touched (a DELETE batch): that count, no rows sent back. */
 export async function execute(sql: string | PreparedSql, values: unknown[] = [], on: Queryable = pool()): Promise<number> {
+  if (isDbHandle(on)) return on.execute(sql, values);
   return (await run<object>(sql, values, on)).rowCount ?? 0;
 }
 
-async function run<Row extends object>(sql: string | PreparedSql, values: unknown[], on: Queryable): Promise<pg.QueryResult<Row>> {
+async function run<Row extends object>(sql: string | PreparedSql, values: unknown[], on: Connection): Promise<pg.QueryResult<Row>> {
   // The one place a statement name reaches the driver: off, every statement is unnamed, so no
   // connection carries prepared statements a pooler or the embedded database's shared session could mix up.
   const config = typeof sql !== "string" && namedStatements() ? { ...sql, values } : { text: typeof sql === "string" ? sql : sql.text, values };
