@@ -1,12 +1,23 @@
 /**
- * The one route wrapper. Every handler under app/api is exported through `route(handler, access)`, which
+ * The one route wrapper. Every handler under app/api is exported through `route(handler, options)`, which
  * states who may call it, authenticates the caller (an API key as `Authorization: Bearer`, or a console
  * session cookie), authorizes it by the same rule pages use (lib/auth/authorize.ts), refuses
- * cross-origin cookie-authenticated changes (CSRF), and maps every thrown error to the one error body
- * `{ "error": { "code", "message", "details"? } }`: KeywardError → its status, database faults → 503,
- * anything else → 500 with nothing leaked.
+ * cross-origin cookie-authenticated changes (CSRF), parses the request's input with the zod schemas it is
+ * given (params, query, headers, body: a 422 naming each refused field, 400/413/415 for a body that is not
+ * JSON, too large or of another type) and hands the handler typed values, and maps every thrown error to
+ * the one error body `{ "error": { "code", "message", "details"? } }`: KeywardError → its status,
+ * database faults → 503, anything else → 500 with nothing leaked.
+ *
+ *     export const PATCH = route(
+ *       async ({ params, body, principal }) => json(await updateSource(params.name, body, principal)),
+ *       { allow: ["admin"], params: z.object({ name: sourceName }), body: updateSourceRequest, maxBodyBytes: 4096 },
+ *     );
+ *
+ * Order: authenticate → same-origin → authorize → `guard` → params → query → headers → body → handler, so
+ * a caller who may not call a route learns nothing from its validation.
  */
 import { createHash, timingSafeEqual } from "node:crypto";
+import type { z } from "zod";
 import { KeywardError } from "../errors";
 import { verifyApiKey } from "../auth/api-keys";
 import { authorize } from "../auth/authorize";
@@ -16,6 +27,7 @@ import { hasSessionCookie, sessionPrincipal } from "../auth/session";
 import { isUnavailable, toUnavailable } from "../db/sql";
 import { loadEnv } from "../config/env";
 import { storableRepresentation, unstorableReason } from "./fields";
+import { parseInput } from "./validate";
 
 export type { Principal };
 
@@ -33,34 +45,83 @@ export type RouteAccess = { allow: readonly Capability[]; token?: RouteToken } |
  */
 export type RouteToken = { name: string; get: () => string | undefined };
 
-export type RouteContext<P> = { req: Request; params: P; principal: Principal };
-export type PublicRouteContext<P> = { req: Request; params: P; principal: Principal | null };
+/** What a route reads from the request, each parsed by its schema before the handler runs. */
+export type RouteInput = {
+  /** The dynamic path segments (`{ name }` of /sources/[name]); unparsed: `Record<string, string>`. */
+  params?: z.ZodType;
+  /** The query string as an object (one value per name, the last wins); unparsed: not read. */
+  query?: z.ZodType;
+  /** Request headers by lower-case name (missing ones are absent). */
+  headers?: z.ZodType;
+  /** The JSON body; unparsed: not read. */
+  body?: z.ZodType;
+  /** Largest body accepted (413 above); default MAX_BODY_BYTES. */
+  maxBodyBytes?: number;
+  /** A request without Content-Type and body reads as `{}` (for bodies whose every field is optional). */
+  optionalBody?: boolean;
+  /** Also hand the handler the body's bytes as received (`bodyBytes`), for what must be kept exactly as sent. */
+  keepBodyBytes?: boolean;
+  /**
+   * A check before any input is read, for a route whose callers prove themselves otherwise (a shared
+   * secret, the console's own origin): its refusal wins over a validation error.
+   */
+  guard?: (req: Request) => void | Promise<void>;
+};
+
+export type RouteOptions = RouteAccess & RouteInput;
+
+type Parsed<S, Otherwise> = S extends z.ZodType ? z.output<S> : Otherwise;
+
+/** What the handler receives: the request, the caller, and the parsed input. */
+export type RouteContext<O extends RouteOptions> = {
+  req: Request;
+  principal: O extends { public: string } ? Principal | null : Principal;
+  params: Parsed<O["params"], Record<string, string>>;
+  query: Parsed<O["query"], undefined>;
+  headers: Parsed<O["headers"], undefined>;
+  body: Parsed<O["body"], undefined>;
+  bodyBytes: O["keepBodyBytes"] extends true ? Buffer : undefined;
+};
 
 type NextContext = { params: Promise<Record<string, string | string[]>> };
 
-export function route<P = Record<string, string>>(
-  handler: (ctx: RouteContext<P>) => Promise<Response>,
-  access: { allow: readonly Capability[]; token?: RouteToken },
-): ((req: Request, next?: NextContext) => Promise<Response>) & { access: RouteAccess };
-export function route<P = Record<string, string>>(
-  handler: (ctx: PublicRouteContext<P>) => Promise<Response>,
-  access: { public: string },
-): ((req: Request, next?: NextContext) => Promise<Response>) & { access: RouteAccess };
-export function route<P>(handler: (ctx: RouteContext<P>) => Promise<Response>, access: RouteAccess) {
+export type RouteHandler = ((req: Request, next?: NextContext) => Promise<Response>) & { access: RouteAccess };
+
+export function route<const O extends RouteOptions>(handler: (ctx: RouteContext<O>) => Promise<Response>, options: O): RouteHandler {
+  const access: RouteAccess =
+    "public" in options ? { public: options.public } : { allow: options.allow, ...(options.token ? { token: options.token } : {}) };
   const wrapped = async (req: Request, next?: NextContext): Promise<Response> => {
     try {
-      const principal = ("token" in access && access.token && tokenPrincipal(req, access.token, access.allow)) || (await authenticate(req, "public" in access));
+      const principal =
+        ("token" in options && options.token && tokenPrincipal(req, options.token, options.allow)) || (await authenticate(req, "public" in options));
       if (principal && !SAFE_METHODS.has(req.method) && principal.kind === "user") assertSameOrigin(req);
-      if ("allow" in access) authorize(principal!, access.allow);
-      const params = ((await next?.params) ?? {}) as P;
-      assertStorableUrl(req, params as Record<string, string | string[]>);
-      // A public route's handler is typed to accept null (PublicRouteContext); others always get a principal.
-      return await handler({ req, params, principal: principal as Principal });
+      if ("allow" in options) authorize(principal!, options.allow);
+      if (options.guard) await options.guard(req);
+      const rawParams = (await next?.params) ?? {};
+      assertStorableUrl(req, rawParams);
+      const input = await readInput(req, rawParams, options);
+      // A public route's handler is typed to accept null; others always get a principal.
+      return await handler({ req, principal: principal as Principal, ...input } as RouteContext<O>);
     } catch (err) {
       return errorResponse(err);
     }
   };
   return Object.assign(wrapped, { access });
+}
+
+async function readInput(req: Request, rawParams: Record<string, string | string[]>, o: RouteInput) {
+  const params = o.params ? parseInput(o.params, rawParams) : rawParams;
+  const query = o.query ? parseInput(o.query, Object.fromEntries(new URL(req.url).searchParams)) : undefined;
+  const headers = o.headers ? parseInput(o.headers, Object.fromEntries(req.headers)) : undefined;
+  let body: unknown;
+  let bodyBytes: Buffer | undefined;
+  if (o.body) {
+    const max = o.maxBodyBytes ?? MAX_BODY_BYTES;
+    if (o.keepBodyBytes) ({ bytes: bodyBytes, value: body } = await readJsonBody(req, max));
+    else body = o.optionalBody ? await readOptionalJson(req, max) : await readJson(req, max);
+    body = parseInput(o.body, body);
+  }
+  return { params, query, headers, body, bodyBytes };
 }
 
 const SAFE_METHODS = new Set(["GET", "HEAD", "OPTIONS"]);

@@ -1,11 +1,20 @@
-/** Validation at the edge: a zod failure becomes a 422 naming every offending field. */
+/**
+ * Validation at the edge: a zod failure becomes a 422 naming every offending field. `route()` (lib/http/
+ * route.ts) parses a request's params, query, headers and body with it, the CLI its arguments, so both
+ * refuse the same input with the same answer; lib takes the parsed values.
+ */
 import type { z } from "zod";
 import { KeywardError } from "../errors";
 
-export function parseOrThrow<S extends z.ZodType>(schema: S, input: unknown): z.output<S> {
+export function parseInput<S extends z.ZodType>(schema: S, input: unknown): z.output<S> {
   const parsed = schema.safeParse(input);
   if (parsed.success) return parsed.data;
-  const fields = parsed.error.issues.map((i) => ({ field: i.path.join(".") || "(body)", message: i.message }));
+  throw invalidRequest(parsed.error.issues);
+}
+
+/** The one 422 of refused input: `invalid request: field: message; …` with `details.fields`. */
+export function invalidRequest(issues: readonly { path: readonly PropertyKey[]; message: string }[]): KeywardError {
+  const fields = issues.map((i) => ({ field: i.path.map(String).join(".") || "(body)", message: i.message }));
   const summary = fields.map((f) => `${f.field}: ${f.message}`).join("; ");
-  throw KeywardError.unprocessable("invalid_request", `invalid request: ${summary}`, { fields });
+  return KeywardError.unprocessable("invalid_request", `invalid request: ${summary}`, { fields });
 }
