@@ -6,13 +6,13 @@
  * is never without its record and a rolled-back change leaves none.
  */
 import { z } from "zod";
-import { prisma } from "../db/client";
-import type { Prisma, PrismaClient } from "../db/generated/client";
+import type { Prisma } from "../db/generated/client";
+import { database, type Db } from "../db/transaction";
 import { actorOf, type Principal } from "../auth/principal";
-import { query } from "../db/sql";
 import { storableText } from "../http/fields";
-import { auditCursor, parseCursor } from "./schema";
-import { AUDIT_COLUMNS, cursorOf, toAuditRow } from "./search";
+import { pageOf, type Page } from "../pagination";
+import { auditCursor } from "./schema";
+import { AUDIT_COLUMNS, positionOf, toAuditRow } from "./search";
 
 export const OPERATOR_KIND = "operator";
 
@@ -32,10 +32,11 @@ export type ActionEntry = {
   eventId?: string;
 };
 
-type Db = PrismaClient | Prisma.TransactionClient;
-
-/** Appends one action. `actor` is a principal, or a string for a not-yet-authenticated caller (`anonymous`). */
-export async function recordAction(actor: Principal | string, entry: ActionEntry, db: Db = prisma()): Promise<void> {
+/**
+ * Appends one action. `actor` is a principal, or a string for a not-yet-authenticated caller (`anonymous`).
+ * Pass the transaction's handle to record a change in the change's own transaction.
+ */
+export async function recordAction(actor: Principal | string, entry: ActionEntry, db: Db = database()): Promise<void> {
   const actorText = typeof actor === "string" ? actor : actorOf(actor);
   const detail: Record<string, unknown> = { action: entry.action, outcome: entry.outcome ?? "ok" };
   if (typeof actor !== "string" && actor.kind === "apikey") detail.actor_id = actor.id;
@@ -44,7 +45,7 @@ export async function recordAction(actor: Principal | string, entry: ActionEntry
   if (entry.before !== undefined) detail.before = entry.before;
   if (entry.after !== undefined) detail.after = entry.after;
   if (entry.address) detail.address = entry.address;
-  await db.auditEvent.create({
+  await db.prisma.auditEvent.create({
     data: {
       kind: OPERATOR_KIND,
       actor: actorText,
@@ -57,8 +58,8 @@ export async function recordAction(actor: Principal | string, entry: ActionEntry
 
 export const listActionsQuery = z.strictObject({
   limit: z.coerce.number().int().min(1).max(500).default(100),
-  /** Keyset pagination: only actions older than this cursor (`<at ISO>_<id>` from the previous page), as in the audit search. */
-  before: auditCursor.optional(),
+  /** Keyset pagination: only actions older than this cursor (the previous page's `next`), as in the audit search. */
+  cursor: auditCursor.optional(),
   actor: storableText().max(200).optional(),
   action: storableText().max(100).optional(),
 });
@@ -78,39 +79,35 @@ export type ActionRecord = {
 /**
  * Newest first, keyset-paginated exactly like the audit search (lib/audit/search.ts: the cursor is the
  * last row's exact `(at, id)`, so no row is skipped or repeated); reads only `kind = 'operator'` rows
- * through the (kind, at) index.
+ * through the (kind, at) index. Raw SQL: the keyset row value and a filter on a jsonb field.
  */
-export async function listActions(q: ListActionsQuery): Promise<{ actions: ActionRecord[]; next: string | null }> {
+export async function listActions(q: ListActionsQuery, db: Db = database()): Promise<Page<ActionRecord>> {
   const values: unknown[] = [];
   const p = (v: unknown) => `$${values.push(v)}`;
   const where = [`kind = ${p(OPERATOR_KIND)}`];
   if (q.actor) where.push(`actor = ${p(q.actor)}`);
   if (q.action) where.push(`detail->>'action' = ${p(q.action)}`);
-  if (q.before) {
-    const c = parseCursor(q.before);
-    where.push(`(at, id) < (${p(c.at)}::timestamptz, ${p(c.id)}::bigint)`);
-  }
+  if (q.cursor) where.push(`(at, id) < (${p(q.cursor.at)}::timestamptz, ${p(q.cursor.id)}::bigint)`);
   const rows = (
-    await query<Parameters<typeof toAuditRow>[0]>(
+    await db.query<Parameters<typeof toAuditRow>[0]>(
       `SELECT ${AUDIT_COLUMNS} FROM audit_events WHERE ${where.join(" AND ")}
        ORDER BY audit_events.at DESC, audit_events.id DESC LIMIT ${p(q.limit + 1)}`,
       values,
     )
   ).map(toAuditRow);
-  const page = rows.slice(0, q.limit);
-  const actions = page.map((r) => {
-    const detail = r.detail ?? {};
-    return {
-      id: r.id,
-      at: r.at,
-      actor: r.actor ?? "",
-      action: String(detail.action ?? ""),
-      outcome: String(detail.outcome ?? "ok"),
-      target: (detail.target as ActionRecord["target"]) ?? null,
-      source: r.source,
-      detail,
-    };
-  });
-  const last = page[page.length - 1];
-  return { actions, next: rows.length > q.limit && last ? cursorOf(last) : null };
+  return pageOf(rows, q.limit, toActionRecord, positionOf);
+}
+
+function toActionRecord(r: ReturnType<typeof toAuditRow>): ActionRecord {
+  const detail = r.detail ?? {};
+  return {
+    id: r.id,
+    at: r.at,
+    actor: r.actor ?? "",
+    action: String(detail.action ?? ""),
+    outcome: String(detail.outcome ?? "ok"),
+    target: (detail.target as ActionRecord["target"]) ?? null,
+    source: r.source,
+    detail,
+  };
 }

@@ -5,15 +5,12 @@
  */
 import { createHash, randomBytes, timingSafeEqual } from "node:crypto";
 import { KeywardError } from "../errors";
-import { prisma } from "../db/client";
 import { isUniqueViolation } from "../db/errors";
 import { query, type PreparedSql } from "../db/sql";
-import { parseOrThrow } from "../http/validate";
-import { createApiKeyRequest, type Scope } from "./schema";
+import { database, withTransaction, type Db } from "../db/transaction";
+import type { NewApiKey } from "./schema";
 import { recordAction } from "../audit/actions";
-import type { Principal } from "./principal";
-
-import type { ApiKeyPrincipal } from "./principal";
+import type { ApiKeyPrincipal, Principal } from "./principal";
 
 export type ApiKeyInfo = {
   id: string;
@@ -30,24 +27,23 @@ const sha256 = (text: string) => createHash("sha256").update(text).digest();
 
 /** Creates a key; the returned `key` is the only time it exists in clear. Recorded as `api_key.create`. */
 export async function createApiKey(
-  input: { name: string; scopes: Scope[] | string[] },
+  { name, scopes }: NewApiKey,
   actor: Principal,
+  db: Db = database(),
 ): Promise<ApiKeyInfo & { key: string }> {
-  const { name, scopes } = parseOrThrow(createApiKeyRequest, input);
   const id = randomBytes(9).toString("base64url").toLowerCase().replace(/[^a-z0-9]/g, "0").slice(0, 12);
   const key = `kw_${id}_${randomBytes(32).toString("base64url")}`;
   try {
-    const row = await prisma().$transaction(async (tx) => {
-      const created = await tx.apiKey.create({
-        data: { id, name, scopes: [...new Set(scopes)], keyHash: sha256(key).toString("hex") },
-      });
-      await recordAction(
-        actor,
-        { action: "api_key.create", target: { type: "api_key", id }, after: { name, scopes: created.scopes } },
-        tx,
-      );
-      return created;
-    });
+    const row = await withTransaction(
+      async (tx) => {
+        const created = await tx.prisma.apiKey.create({
+          data: { id, name, scopes: [...new Set(scopes)], keyHash: sha256(key).toString("hex") },
+        });
+        await recordAction(actor, { action: "api_key.create", target: { type: "api_key", id }, after: { name, scopes: created.scopes } }, tx);
+        return created;
+      },
+      { db },
+    );
     return { ...toInfo(row), key };
   } catch (err) {
     if (isUniqueViolation(err)) throw KeywardError.conflict("api_key_exists", `an API key named "${name}" already exists`);
@@ -55,28 +51,30 @@ export async function createApiKey(
   }
 }
 
-export async function listApiKeys(): Promise<ApiKeyInfo[]> {
-  const rows = await prisma().apiKey.findMany({ orderBy: { createdAt: "asc" } });
+export async function listApiKeys(db: Db = database()): Promise<ApiKeyInfo[]> {
+  const rows = await db.prisma.apiKey.findMany({ orderBy: { createdAt: "asc" } });
   return rows.map(toInfo);
 }
 
 /** Revokes by id or name. Revoking twice is harmless (and not recorded twice); an unknown key is a 404. */
-export async function revokeApiKey(idOrName: string, actor: Principal): Promise<ApiKeyInfo> {
+export async function revokeApiKey(idOrName: string, actor: Principal, db: Db = database()): Promise<ApiKeyInfo> {
   // The id wins: a key may be named like another key's id, and revoking by id must hit that id.
   const row =
-    (await prisma().apiKey.findUnique({ where: { id: idOrName } })) ??
-    (await prisma().apiKey.findUnique({ where: { name: idOrName } }));
+    (await db.prisma.apiKey.findUnique({ where: { id: idOrName } })) ?? (await db.prisma.apiKey.findUnique({ where: { name: idOrName } }));
   if (!row) throw KeywardError.notFound("api_key_not_found", `no API key with id or name "${idOrName}"`);
   if (row.revokedAt) return toInfo(row);
-  return prisma().$transaction(async (tx) => {
-    const revoked = await tx.apiKey.update({ where: { id: row.id }, data: { revokedAt: new Date() } });
-    await recordAction(
-      actor,
-      { action: "api_key.revoke", target: { type: "api_key", id: row.id }, before: { name: row.name, revoked: false }, after: { revoked: true } },
-      tx,
-    );
-    return toInfo(revoked);
-  });
+  return withTransaction(
+    async (tx) => {
+      const revoked = await tx.prisma.apiKey.update({ where: { id: row.id }, data: { revokedAt: new Date() } });
+      await recordAction(
+        actor,
+        { action: "api_key.revoke", target: { type: "api_key", id: row.id }, before: { name: row.name, revoked: false }, after: { revoked: true } },
+        tx,
+      );
+      return toInfo(revoked);
+    },
+    { db },
+  );
 }
 
 const VERIFY_KEY_SQL: PreparedSql = {
@@ -91,6 +89,7 @@ const VERIFY_KEY_SQL: PreparedSql = {
 /**
  * Verifies a presented key: one indexed read, which also stamps last_used_at at most once a minute
  * (so the claim hot path does not write the key row on every request). Returns null if invalid.
+ * Raw SQL: it runs before every claim, as a named prepared statement (docs/benchmarks.md).
  */
 export async function verifyApiKey(presented: string): Promise<ApiKeyPrincipal | null> {
   const m = KEY_PATTERN.exec(presented);

@@ -13,6 +13,7 @@ export const createApiKeyRequest = z.strictObject({
   name: apiKeyName,
   scopes: z.array(scope).min(1, "must name at least one scope"),
 });
+export type NewApiKey = z.output<typeof createApiKeyRequest>;
 
 /** Scopes that also satisfy a required scope (a writer may read what it wrote). */
 export const IMPLIED_BY: Partial<Record<Scope, Scope[]>> = {

@@ -7,7 +7,6 @@
 import { z } from "zod";
 import { KeywardError } from "../errors";
 import { prisma } from "../db/client";
-import { parseOrThrow } from "../http/validate";
 import { storableRepresentation, unstorableReason } from "../http/fields";
 import { recordAction } from "../audit/actions";
 import { getAuth } from "./auth";
@@ -29,6 +28,8 @@ export const signInRequest = z.strictObject({
     .transform((s) => (unstorableReason(s) ? storableRepresentation(s) : s)),
   password: z.string().min(1, "is required").max(256, "must be at most 256 characters"),
 });
+
+export type SignInRequest = z.output<typeof signInRequest>;
 
 const INVALID = () => KeywardError.unauthorized("invalid username or password");
 
@@ -53,8 +54,11 @@ export async function sessionInfo(principal: Principal | null): Promise<SessionI
 }
 
 /** Returns Better Auth's Set-Cookie headers on success; throws 401 (or 429 when locked out) otherwise. */
-export async function signIn(body: unknown, req: Request, address: string): Promise<{ headers: Headers; username: string }> {
-  const { username, password } = parseOrThrow(signInRequest, body);
+export async function signIn(
+  { username, password }: SignInRequest,
+  req: Request,
+  address: string,
+): Promise<{ headers: Headers; username: string }> {
   const target = { type: "user", id: username };
   // Counted before the password is checked, so a burst of concurrent attempts cannot outrun the lock.
   const lock = await reserveSignInAttempt(username, address);

@@ -7,9 +7,8 @@
 import { randomBytes } from "node:crypto";
 import { z } from "zod";
 import { KeywardError } from "../errors";
-import { prisma } from "../db/client";
 import { isUniqueViolation } from "../db/errors";
-import { parseOrThrow } from "../http/validate";
+import { database, withTransaction, type Db } from "../db/transaction";
 import { storableText } from "../http/fields";
 import { recordAction } from "../audit/actions";
 import { getAuth } from "./auth";
@@ -44,6 +43,15 @@ export const updateUserRequest = z
   .strictObject({ role: role.optional(), disabled: z.boolean().optional() })
   .refine((v) => v.role !== undefined || v.disabled !== undefined, "send role and/or disabled");
 
+/** The `{username}` path segment of /api/v1/users/{username}. */
+export const userParams = z.strictObject({ username: userRef });
+
+/** POST /api/v1/users/{username}/password: a new password, or none to have one generated. */
+export const resetPasswordRequest = z.strictObject({ password: password.optional() });
+
+export type NewUser = z.output<typeof createUserRequest>;
+export type UserChange = z.output<typeof updateUserRequest>;
+
 export type UserInfo = {
   id: string;
   username: string;
@@ -68,35 +76,34 @@ async function hashPassword(plain: string): Promise<string> {
 
 /** Creates a local account; `password` in the result is the only time it exists in clear. */
 export async function createUser(
-  input: z.input<typeof createUserRequest>,
+  req: NewUser,
   actor: Principal,
+  db: Db = database(),
 ): Promise<{ user: UserInfo; password: string; generated: boolean }> {
-  const req = parseOrThrow(createUserRequest, input);
   const plain = req.password ?? generatePassword();
   const hash = await hashPassword(plain);
   const id = randomBytes(12).toString("base64url");
   try {
-    const user = await prisma().$transaction(async (tx) => {
-      const u = await tx.authUser.create({
-        data: {
-          id,
-          name: req.name ?? req.username,
-          email: `${req.username}@${LOCAL_EMAIL_DOMAIN}`,
-          emailVerified: true,
-          username: req.username,
-          displayUsername: req.username,
-          role: req.role,
-          accounts: { create: { id: randomBytes(12).toString("base64url"), accountId: id, providerId: "credential", password: hash } },
-        },
-        include: { accounts: { select: { providerId: true } } },
-      });
-      await recordAction(
-        actor,
-        { action: "user.create", target: { type: "user", id: req.username }, after: { role: req.role } },
-        tx,
-      );
-      return u;
-    });
+    const user = await withTransaction(
+      async (tx) => {
+        const u = await tx.prisma.authUser.create({
+          data: {
+            id,
+            name: req.name ?? req.username,
+            email: `${req.username}@${LOCAL_EMAIL_DOMAIN}`,
+            emailVerified: true,
+            username: req.username,
+            displayUsername: req.username,
+            role: req.role,
+            accounts: { create: { id: randomBytes(12).toString("base64url"), accountId: id, providerId: "credential", password: hash } },
+          },
+          include: { accounts: { select: { providerId: true } } },
+        });
+        await recordAction(actor, { action: "user.create", target: { type: "user", id: req.username }, after: { role: req.role } }, tx);
+        return u;
+      },
+      { db },
+    );
     return { user: toInfo({ ...user, sessions: [] }), password: plain, generated: req.password === undefined };
   } catch (err) {
     if (isUniqueViolation(err)) throw KeywardError.conflict("user_exists", `a user named "${req.username}" already exists`);
@@ -104,8 +111,8 @@ export async function createUser(
   }
 }
 
-export async function listUsers(): Promise<UserInfo[]> {
-  const rows = await prisma().authUser.findMany({
+export async function listUsers(db: Db = database()): Promise<UserInfo[]> {
+  const rows = await db.prisma.authUser.findMany({
     orderBy: { createdAt: "asc" },
     include: {
       accounts: { select: { providerId: true } },
@@ -115,79 +122,90 @@ export async function listUsers(): Promise<UserInfo[]> {
   return rows.map(toInfo);
 }
 
-export async function countActiveAdmins(): Promise<number> {
-  return prisma().authUser.count({ where: { role: "admin", disabled: false } });
+export async function countActiveAdmins(db: Db = database()): Promise<number> {
+  return db.prisma.authUser.count({ where: { role: "admin", disabled: false } });
 }
 
-/** Changes role and/or disabled. Refuses to leave no active admin. Ends the user's sessions. */
-export async function updateUser(name: string, input: unknown, actor: Principal): Promise<UserInfo> {
-  const uname = parseOrThrow(userRef, name);
-  const change = parseOrThrow(updateUserRequest, input);
-  return prisma().$transaction(async (tx) => {
-    // Lock the admins so two concurrent demotions cannot both see "another admin remains".
-    await tx.$queryRaw`SELECT id FROM auth_users WHERE role = 'admin' FOR UPDATE`;
-    const before = await tx.authUser.findFirst({ where: { OR: [{ username: uname }, { email: uname }] } });
-    if (!before) throw KeywardError.notFound("user_not_found", `no user named "${uname}"`);
-    if (change.role !== undefined && change.role !== before.role) {
-      const local = await tx.authAccount.count({ where: { userId: before.id, providerId: "credential" } });
-      if (local === 0) {
-        throw KeywardError.conflict(
-          "sso_role",
-          `"${uname}" signs in through single sign-on: its role comes from the identity provider at every sign-in`,
-        );
+/**
+ * Changes role and/or disabled of the user `uname` (a parsed userRef). Refuses to leave no active admin.
+ * Ends the user's sessions.
+ */
+export async function updateUser(uname: string, change: UserChange, actor: Principal, db: Db = database()): Promise<UserInfo> {
+  return withTransaction(
+    async (tx) => {
+      // Raw SQL: Prisma has no FOR UPDATE. Locking the admins makes two concurrent demotions take turns,
+      // so both cannot see "another admin remains".
+      await tx.query("SELECT id FROM auth_users WHERE role = 'admin' FOR UPDATE");
+      const before = await tx.prisma.authUser.findFirst({ where: { OR: [{ username: uname }, { email: uname }] } });
+      if (!before) throw KeywardError.notFound("user_not_found", `no user named "${uname}"`);
+      if (change.role !== undefined && change.role !== before.role) {
+        const local = await tx.prisma.authAccount.count({ where: { userId: before.id, providerId: "credential" } });
+        if (local === 0) {
+          throw KeywardError.conflict(
+            "sso_role",
+            `"${uname}" signs in through single sign-on: its role comes from the identity provider at every sign-in`,
+          );
+        }
       }
-    }
-    const after = { role: change.role ?? before.role, disabled: change.disabled ?? before.disabled };
-    const losesAdmin = before.role === "admin" && !before.disabled && (after.role !== "admin" || after.disabled);
-    if (losesAdmin) {
-      const others = await tx.authUser.count({ where: { role: "admin", disabled: false, id: { not: before.id } } });
-      if (others === 0) {
-        throw KeywardError.conflict("last_admin", `"${uname}" is the last active admin; make another admin first`);
+      const after = { role: change.role ?? before.role, disabled: change.disabled ?? before.disabled };
+      const losesAdmin = before.role === "admin" && !before.disabled && (after.role !== "admin" || after.disabled);
+      if (losesAdmin) {
+        const others = await tx.prisma.authUser.count({ where: { role: "admin", disabled: false, id: { not: before.id } } });
+        if (others === 0) {
+          throw KeywardError.conflict("last_admin", `"${uname}" is the last active admin; make another admin first`);
+        }
       }
-    }
-    const updated = await tx.authUser.update({
-      where: { id: before.id },
-      data: { role: after.role, disabled: after.disabled },
-      include: { accounts: { select: { providerId: true } } },
-    });
-    await tx.authSession.deleteMany({ where: { userId: before.id } });
-    const action = change.disabled === true ? "user.disable" : change.disabled === false && change.role === undefined ? "user.enable" : "user.update";
-    await recordAction(
-      actor,
-      {
-        action,
-        target: { type: "user", id: uname },
-        before: { role: before.role, disabled: before.disabled },
-        after,
-      },
-      tx,
-    );
-    return toInfo({ ...updated, sessions: [] });
-  });
+      const updated = await tx.prisma.authUser.update({
+        where: { id: before.id },
+        data: { role: after.role, disabled: after.disabled },
+        include: { accounts: { select: { providerId: true } } },
+      });
+      await tx.prisma.authSession.deleteMany({ where: { userId: before.id } });
+      const action = change.disabled === true ? "user.disable" : change.disabled === false && change.role === undefined ? "user.enable" : "user.update";
+      await recordAction(
+        actor,
+        {
+          action,
+          target: { type: "user", id: uname },
+          before: { role: before.role, disabled: before.disabled },
+          after,
+        },
+        tx,
+      );
+      return toInfo({ ...updated, sessions: [] });
+    },
+    { db },
+  );
 }
 
-/** Sets a new password (given or generated) for a local account and ends its sessions. */
+/**
+ * Sets a new password (`given`, already checked against the `password` rules, or a generated one) for
+ * the local account `uname` (a parsed userRef) and ends its sessions.
+ */
 export async function resetPassword(
-  name: string,
+  uname: string,
   actor: Principal,
   given?: string,
+  db: Db = database(),
 ): Promise<{ password: string; generated: boolean }> {
-  const uname = parseOrThrow(userRef, name);
-  const plain = given === undefined ? generatePassword() : parseOrThrow(password, given);
+  const plain = given ?? generatePassword();
   const hash = await hashPassword(plain);
-  await prisma().$transaction(async (tx) => {
-    const user = await tx.authUser.findFirst({ where: { OR: [{ username: uname }, { email: uname }] } });
-    if (!user) throw KeywardError.notFound("user_not_found", `no user named "${uname}"`);
-    const updated = await tx.authAccount.updateMany({
-      where: { userId: user.id, providerId: "credential" },
-      data: { password: hash, updatedAt: new Date() },
-    });
-    if (updated.count === 0) {
-      throw KeywardError.conflict("not_local_user", `"${uname}" signs in through single sign-on and has no password`);
-    }
-    await tx.authSession.deleteMany({ where: { userId: user.id } });
-    await recordAction(actor, { action: "user.reset_password", target: { type: "user", id: uname } }, tx);
-  });
+  await withTransaction(
+    async (tx) => {
+      const user = await tx.prisma.authUser.findFirst({ where: { OR: [{ username: uname }, { email: uname }] } });
+      if (!user) throw KeywardError.notFound("user_not_found", `no user named "${uname}"`);
+      const updated = await tx.prisma.authAccount.updateMany({
+        where: { userId: user.id, providerId: "credential" },
+        data: { password: hash, updatedAt: new Date() },
+      });
+      if (updated.count === 0) {
+        throw KeywardError.conflict("not_local_user", `"${uname}" signs in through single sign-on and has no password`);
+      }
+      await tx.prisma.authSession.deleteMany({ where: { userId: user.id } });
+      await recordAction(actor, { action: "user.reset_password", target: { type: "user", id: uname } }, tx);
+    },
+    { db },
+  );
   return { password: plain, generated: given === undefined };
 }
 

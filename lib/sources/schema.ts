@@ -1,7 +1,7 @@
 /** Source (sender) schemas: TTL = retry window + queue lag + clock skew + replay margin, finite. */
 import { z } from "zod";
 import { sourceName } from "../claims/schema";
-import { KeywardError } from "../errors";
+import { invalidRequest } from "../http/validate";
 import { unstorableReason } from "../http/fields";
 import { findPreset, PRESETS } from "../retention/presets";
 
@@ -84,6 +84,8 @@ export const createSourceRequest = withinMaxTtl(
     }),
 );
 export type CreateSourceRequest = z.input<typeof createSourceRequest>;
+/** A new source as createSource takes it: parsed, the preset's parts filled in. */
+export type NewSource = z.output<typeof createSourceRequest>;
 
 /** A change to a source: a preset, any of the parts, and/or the dead-letter retention (null clears it). */
 export const updateSourceRequest = z
@@ -101,6 +103,10 @@ export const updateSourceRequest = z
     "send at least one of preset, the four parts, deadLetterRetentionSeconds, replayDestination",
   );
 export type UpdateSourceRequest = z.input<typeof updateSourceRequest>;
+export type SourceChange = z.output<typeof updateSourceRequest>;
+
+/** The `{name}` path segment of /api/v1/sources/{name}. */
+export const sourceParams = z.strictObject({ name: sourceName });
 
 /** Applies an update to the current parts: the merged parts, and the preset they still match (or null). */
 export function applySourceUpdate(
@@ -124,10 +130,7 @@ export function applySourceUpdate(
 export function checkTtl(parts: z.infer<typeof sourceParts>): void {
   const { retryWindowSeconds, queueLagSeconds, clockSkewSeconds, replaySeconds } = parts;
   const r = withinMaxTtl(sourceParts).safeParse({ retryWindowSeconds, queueLagSeconds, clockSkewSeconds, replaySeconds });
-  if (!r.success) {
-    const fields = r.error.issues.map((i) => ({ field: i.path.join(".") || "(body)", message: i.message }));
-    throw new KeywardError(422, "invalid_request", `invalid request: ${fields.map((x) => `${x.field}: ${x.message}`).join("; ")}`, { fields });
-  }
+  if (!r.success) throw invalidRequest(r.error.issues);
 }
 
 export function ttlOf(p: z.infer<typeof sourceParts>): number {

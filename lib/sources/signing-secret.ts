@@ -20,12 +20,10 @@ import { createCipheriv, createDecipheriv, hkdfSync, randomBytes } from "node:cr
 import { z } from "zod";
 import { KeywardError } from "../errors";
 import { loadEnv } from "../config/env";
-import { prisma } from "../db/client";
-import { parseOrThrow } from "../http/validate";
+import { database, withTransaction, type Db } from "../db/transaction";
 import { recordAction } from "../audit/actions";
 import { authSecret } from "../auth/auth";
 import type { Principal } from "../auth/principal";
-import { sourceName } from "../claims/schema";
 
 const FORMAT = "v1";
 
@@ -68,6 +66,8 @@ export const rotateSigningSecretRequest = z.strictObject({
     .optional(),
 });
 
+export type RotateSigningSecretRequest = z.output<typeof rotateSigningSecretRequest>;
+
 /**
  * Generates (or rotates) a source's signing secret; the only time the secret is returned. The previous
  * secret keeps signing until `graceUntil` (null: no previous secret, or a grace of 0). Recorded.
@@ -75,34 +75,40 @@ export const rotateSigningSecretRequest = z.strictObject({
 export async function rotateSigningSecret(
   name: string,
   actor: Principal,
-  input: unknown = {},
+  request: RotateSigningSecretRequest = {},
+  db: Db = database(),
 ): Promise<{ secret: string; setAt: string; graceUntil: string | null }> {
-  const n = parseOrThrow(sourceName, name);
-  const graceSeconds = parseOrThrow(rotateSigningSecretRequest, input).graceSeconds ?? loadEnv().KEYWARD_SIGNING_SECRET_GRACE_SECONDS;
+  const graceSeconds = request.graceSeconds ?? loadEnv().KEYWARD_SIGNING_SECRET_GRACE_SECONDS;
   const secret = generateSigningSecret();
   const enc = encryptSecret(secret, await authSecret());
-  return prisma().$transaction(async (tx) => {
-    const [row] = await tx.$queryRaw<{ set_at: Date; had: boolean; grace_until: Date | null }[]>`
-      UPDATE sources s SET signing_secret_enc = ${enc}, signing_secret_set_at = now(), updated_at = now(),
-             signing_secret_prev_enc = CASE WHEN ${graceSeconds}::int > 0 THEN old.enc END,
-             signing_secret_grace_until = CASE WHEN ${graceSeconds}::int > 0 AND old.enc IS NOT NULL
-                                               THEN now() + make_interval(secs => ${graceSeconds}::int) END
-      FROM (SELECT name, signing_secret_enc AS enc, signing_secret_enc IS NOT NULL AS had FROM sources WHERE name = ${n} FOR UPDATE) old
-      WHERE s.name = old.name
-      RETURNING s.signing_secret_set_at AS set_at, old.had, s.signing_secret_grace_until AS grace_until`;
-    if (!row) throw KeywardError.notFound("source_not_found", `no source named "${n}"`);
-    await recordAction(
-      actor,
-      {
-        action: "source.signing_secret.rotate",
-        target: { type: "source", id: n },
-        source: n,
-        after: { replaced: row.had, setAt: row.set_at, graceUntil: row.grace_until },
-      },
-      tx,
-    );
-    return { secret, setAt: row.set_at.toISOString(), graceUntil: row.grace_until?.toISOString() ?? null };
-  });
+  return withTransaction(
+    async (tx) => {
+      // Raw SQL: reads the old secret under FOR UPDATE and writes the new one by the database clock, in one statement.
+      const [row] = await tx.query<{ set_at: Date; had: boolean; grace_until: Date | null }>(
+        `UPDATE sources s SET signing_secret_enc = $1, signing_secret_set_at = now(), updated_at = now(),
+                signing_secret_prev_enc = CASE WHEN $2::int > 0 THEN old.enc END,
+                signing_secret_grace_until = CASE WHEN $2::int > 0 AND old.enc IS NOT NULL
+                                                  THEN now() + make_interval(secs => $2::int) END
+         FROM (SELECT name, signing_secret_enc AS enc, signing_secret_enc IS NOT NULL AS had FROM sources WHERE name = $3 FOR UPDATE) old
+         WHERE s.name = old.name
+         RETURNING s.signing_secret_set_at AS set_at, old.had, s.signing_secret_grace_until AS grace_until`,
+        [enc, graceSeconds, name],
+      );
+      if (!row) throw KeywardError.notFound("source_not_found", `no source named "${name}"`);
+      await recordAction(
+        actor,
+        {
+          action: "source.signing_secret.rotate",
+          target: { type: "source", id: name },
+          source: name,
+          after: { replaced: row.had, setAt: row.set_at, graceUntil: row.grace_until },
+        },
+        tx,
+      );
+      return { secret, setAt: row.set_at.toISOString(), graceUntil: row.grace_until?.toISOString() ?? null };
+    },
+    { db },
+  );
 }
 
 /**
@@ -111,13 +117,18 @@ export async function rotateSigningSecret(
  * current secret is missing or unreadable. The executor calls it at each batch, so a rotation or a new
  * destination applies from the next batch on.
  */
-export async function replayTarget(name: string): Promise<{ url: string; secret: string; secrets: string[]; graceUntil: Date | null }> {
-  const [s] = await prisma().$queryRaw<
-    { replay_destination: string | null; signing_secret_enc: string | null; prev_enc: string | null; grace_until: Date | null }[]
-  >`SELECT replay_destination, signing_secret_enc,
-           CASE WHEN signing_secret_grace_until > now() THEN signing_secret_prev_enc END AS prev_enc,
-           CASE WHEN signing_secret_grace_until > now() THEN signing_secret_grace_until END AS grace_until
-    FROM sources WHERE name = ${name}`;
+export async function replayTarget(
+  name: string,
+  db: Db = database(),
+): Promise<{ url: string; secret: string; secrets: string[]; graceUntil: Date | null }> {
+  // Raw SQL: the grace period is judged by the database clock.
+  const [s] = await db.query<{ replay_destination: string | null; signing_secret_enc: string | null; prev_enc: string | null; grace_until: Date | null }>(
+    `SELECT replay_destination, signing_secret_enc,
+            CASE WHEN signing_secret_grace_until > now() THEN signing_secret_prev_enc END AS prev_enc,
+            CASE WHEN signing_secret_grace_until > now() THEN signing_secret_grace_until END AS grace_until
+     FROM sources WHERE name = $1`,
+    [name],
+  );
   if (!s) throw KeywardError.notFound("source_not_found", `no source named "${name}"`);
   if (!s.replay_destination) {
     throw KeywardError.conflict("replay_destination_missing", `source "${name}" has no replay destination: set replayDestination (PATCH /api/v1/sources/${name})`);

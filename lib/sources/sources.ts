@@ -4,38 +4,29 @@
  * four parts (a CHECK enforces it too). Every change is recorded in the operator action log.
  */
 import { KeywardError } from "../errors";
-import { prisma } from "../db/client";
 import { isUniqueViolation } from "../db/errors";
-import { query } from "../db/sql";
-import { parseOrThrow } from "../http/validate";
+import { database, withTransaction, type Db } from "../db/transaction";
 import { loadEnv } from "../config/env";
 import { recordAction } from "../audit/actions";
 import type { Principal } from "../auth/principal";
 import { checkInvariants, type Invariant } from "../retention/invariants";
-import {
-  applySourceUpdate,
-  checkTtl,
-  createSourceRequest,
-  ttlOf,
-  updateSourceRequest,
-  type CreateSourceRequest,
-  type SourceInfo,
-} from "./schema";
-import { sourceName } from "../claims/schema";
+import { applySourceUpdate, checkTtl, ttlOf, type NewSource, type SourceChange, type SourceInfo } from "./schema";
 
 /** Creates a source; recorded as `source.create` in the operator action log. */
-export async function createSource(input: CreateSourceRequest, actor: Principal): Promise<SourceInfo> {
-  const s = parseOrThrow(createSourceRequest, input);
+export async function createSource(s: NewSource, actor: Principal, db: Db = database()): Promise<SourceInfo> {
   try {
-    return await prisma().$transaction(async (tx) => {
-      const created = await tx.source.create({ data: { ...s, ttlSeconds: ttlOf(s) }, omit: OMIT_SECRET });
-      await recordAction(
-        actor,
-        { action: "source.create", target: { type: "source", id: s.name }, source: s.name, after: { ...s, ttlSeconds: created.ttlSeconds } },
-        tx,
-      );
-      return created;
-    });
+    return await withTransaction(
+      async (tx) => {
+        const created = await tx.prisma.source.create({ data: { ...s, ttlSeconds: ttlOf(s) }, omit: OMIT_SECRET });
+        await recordAction(
+          actor,
+          { action: "source.create", target: { type: "source", id: s.name }, source: s.name, after: { ...s, ttlSeconds: created.ttlSeconds } },
+          tx,
+        );
+        return created;
+      },
+      { db },
+    );
   } catch (err) {
     if (isUniqueViolation(err)) throw KeywardError.conflict("source_exists", `source "${s.name}" already exists`);
     throw err;
@@ -45,14 +36,14 @@ export async function createSource(input: CreateSourceRequest, actor: Principal)
 /** The encrypted signing secret never leaves lib/sources/signing-secret.ts. */
 const OMIT_SECRET = { signingSecretEnc: true, signingSecretPrevEnc: true } as const;
 
-export async function listSources(): Promise<SourceInfo[]> {
-  return prisma().source.findMany({ orderBy: { name: "asc" }, omit: OMIT_SECRET });
+export async function listSources(db: Db = database()): Promise<SourceInfo[]> {
+  return db.prisma.source.findMany({ orderBy: { name: "asc" }, omit: OMIT_SECRET });
 }
 
-export async function getSource(name: string): Promise<SourceInfo> {
-  const n = parseOrThrow(sourceName, name);
-  const s = await prisma().source.findUnique({ where: { name: n }, omit: OMIT_SECRET });
-  if (!s) throw KeywardError.notFound("source_not_found", `no source named "${n}"`);
+/** One source by its (parsed) name; 404 when there is none. */
+export async function getSource(name: string, db: Db = database()): Promise<SourceInfo> {
+  const s = await db.prisma.source.findUnique({ where: { name }, omit: OMIT_SECRET });
+  if (!s) throw KeywardError.notFound("source_not_found", `no source named "${name}"`);
   return s;
 }
 
@@ -69,33 +60,35 @@ const snapshot = (s: SourceInfo) => ({
  * Changes a source's parts, preset, dead-letter retention or replay destination. The new TTL applies to claims from now on;
  * live keys keep their expiry (extend them explicitly with extendLiveKeys). Recorded with before/after.
  */
-export async function updateSource(name: string, input: unknown, actor: Principal): Promise<SourceInfo> {
-  const n = parseOrThrow(sourceName, name);
-  const change = parseOrThrow(updateSourceRequest, input);
-  return prisma().$transaction(async (tx) => {
-    const [locked] = await tx.$queryRaw<{ name: string }[]>`SELECT name FROM sources WHERE name = ${n} FOR UPDATE`;
-    if (!locked) throw KeywardError.notFound("source_not_found", `no source named "${n}"`);
-    const before = (await tx.source.findUnique({ where: { name: n }, omit: OMIT_SECRET }))!;
-    const merged = applySourceUpdate(before, change);
-    checkTtl(merged);
-    const updated = await tx.source.update({
-      where: { name: n },
-      data: {
-        ...merged,
-        ttlSeconds: ttlOf(merged),
-        ...(change.deadLetterRetentionSeconds !== undefined ? { deadLetterRetentionSeconds: change.deadLetterRetentionSeconds } : {}),
-        ...(change.replayDestination !== undefined ? { replayDestination: change.replayDestination } : {}),
-        updatedAt: new Date(),
-      },
-      omit: OMIT_SECRET,
-    });
-    await recordAction(
-      actor,
-      { action: "source.update", target: { type: "source", id: n }, source: n, before: snapshot(before), after: snapshot(updated) },
-      tx,
-    );
-    return updated;
-  });
+export async function updateSource(name: string, change: SourceChange, actor: Principal, db: Db = database()): Promise<SourceInfo> {
+  return withTransaction(
+    async (tx) => {
+      // Raw SQL: Prisma has no SELECT … FOR UPDATE; the lock makes two concurrent changes apply one after the other.
+      const [locked] = await tx.query<{ name: string }>("SELECT name FROM sources WHERE name = $1 FOR UPDATE", [name]);
+      if (!locked) throw KeywardError.notFound("source_not_found", `no source named "${name}"`);
+      const before = (await tx.prisma.source.findUnique({ where: { name }, omit: OMIT_SECRET }))!;
+      const merged = applySourceUpdate(before, change);
+      checkTtl(merged);
+      const updated = await tx.prisma.source.update({
+        where: { name },
+        data: {
+          ...merged,
+          ttlSeconds: ttlOf(merged),
+          ...(change.deadLetterRetentionSeconds !== undefined ? { deadLetterRetentionSeconds: change.deadLetterRetentionSeconds } : {}),
+          ...(change.replayDestination !== undefined ? { replayDestination: change.replayDestination } : {}),
+          updatedAt: new Date(),
+        },
+        omit: OMIT_SECRET,
+      });
+      await recordAction(
+        actor,
+        { action: "source.update", target: { type: "source", id: name }, source: name, before: snapshot(before), after: snapshot(updated) },
+        tx,
+      );
+      return updated;
+    },
+    { db },
+  );
 }
 
 const EXTEND_BATCH = 5000;
@@ -105,11 +98,16 @@ const EXTEND_BATCH = 5000;
  * `expires_at = greatest(expires_at, received_at + TTL)`. Never shortens; expired keys are left alone
  * (they can no longer prevent anything). In bounded batches, each its own transaction. Recorded.
  */
-export async function extendLiveKeys(name: string, actor: Principal): Promise<{ source: string; ttlSeconds: number; extended: number }> {
-  const source = await getSource(name);
+export async function extendLiveKeys(
+  name: string,
+  actor: Principal,
+  db: Db = database(),
+): Promise<{ source: string; ttlSeconds: number; extended: number }> {
+  const source = await getSource(name, db);
   let extended = 0;
   for (;;) {
-    const rows = await query<{ n: number }>(
+    // Raw SQL: batches by (tableoid, ctid) with SKIP LOCKED, which Prisma cannot express.
+    const rows = await db.query<{ n: number }>(
       // A ctid names a row only within one table: in partition mode each partition has its own, so
       // the batch is identified by (tableoid, ctid). A new expiry may move a row to another day's partition.
       `WITH batch AS (
@@ -127,12 +125,16 @@ export async function extendLiveKeys(name: string, actor: Principal): Promise<{ 
     extended += rows[0].n;
     if (rows[0].n === 0) break;
   }
-  await recordAction(actor, {
-    action: "source.extend_keys",
-    target: { type: "source", id: source.name },
-    source: source.name,
-    after: { ttlSeconds: source.ttlSeconds, extended },
-  });
+  await recordAction(
+    actor,
+    {
+      action: "source.extend_keys",
+      target: { type: "source", id: source.name },
+      source: source.name,
+      after: { ttlSeconds: source.ttlSeconds, extended },
+    },
+    db,
+  );
   return { source: source.name, ttlSeconds: source.ttlSeconds, extended };
 }
 
@@ -155,10 +157,11 @@ export type SourceReport = SourceInfo & {
 };
 
 /** Sources with their invariant checks and the projected steady-state size of their keys. */
-export async function sourceReports(only?: string): Promise<SourceReport[]> {
-  const sources = only ? [await getSource(only)] : await listSources();
+export async function sourceReports(only?: string, db: Db = database()): Promise<SourceReport[]> {
+  const sources = only ? [await getSource(only, db)] : await listSources(db);
   const auditRetentionSeconds = loadEnv().KEYWARD_AUDIT_RETENTION_DAYS * 86400;
-  const [size] = await query<{ bytes: number; rows: number }>(
+  // Raw SQL: table sizes come from the catalog (pg_total_relation_size, pg_partition_tree).
+  const [size] = await db.query<{ bytes: number; rows: number }>(
     `SELECT coalesce(sum(pg_total_relation_size(c.oid)), 0)::bigint AS bytes,
             coalesce(sum(greatest(c.reltuples, 0)), 0)::bigint AS rows
      FROM pg_class c
@@ -171,7 +174,8 @@ export async function sourceReports(only?: string): Promise<SourceReport[]> {
   );
   const measured = size.rows >= MIN_ROWS_TO_MEASURE;
   const bytesPerKey = measured ? Math.round(size.bytes / size.rows) : DEFAULT_BYTES_PER_KEY;
-  const rates = await query<{ source: string; claimed: number }>(
+  // Raw SQL: the last hour by the database clock.
+  const rates = await db.query<{ source: string; claimed: number }>(
     `SELECT source, sum(claimed)::bigint AS claimed FROM claim_counts
      WHERE bucket >= now() - interval '1 hour' ${only ? "AND source = $1" : ""} GROUP BY source`,
     only ? [only] : [],

@@ -57,6 +57,8 @@ import { benchEmbedded, embeddedMarkdown, embeddedText, EMBEDDED_END, EMBEDDED_S
 import { existsSync, readFileSync } from "node:fs";
 
 import { cliPrincipal } from "../../lib/auth/principal";
+import { createSourceRequest } from "../../lib/sources/schema";
+import { parseInput } from "../../lib/http/validate";
 
 const ACTOR = cliPrincipal();
 const ROOT = path.resolve(__dirname, "../..");
@@ -218,13 +220,13 @@ async function main(): Promise<void> {
   });
 
   // A Stripe-class source: 3 d retries + 1 d queue lag + 5 min skew + 3 d replay.
-  const source = await createSource({
+  const source = await createSource(parseInput(createSourceRequest, {
     name: "bench",
     retryWindowSeconds: 3 * 86400,
     queueLagSeconds: 86400,
     clockSkewSeconds: 300,
     replaySeconds: 3 * 86400,
-  }, ACTOR);
+  }), ACTOR);
   const apiKey = await createApiKey({ name: "bench", scopes: ["claims:write"] }, ACTOR);
 
   const claimsDoc = PARTS.has("claims")

@@ -14,6 +14,8 @@ import { createSource, updateSource } from "../../lib/sources/sources";
 import { launchChromium, openPage as openBrowserPage } from "../setup/browser";
 import { sql, uniq } from "../setup/db";
 import { baseEnv, freePort, startKeyward, stopServer, type Server } from "../setup/server";
+import { createSourceRequest } from "../../lib/sources/schema";
+import { parseInput } from "../../lib/http/validate";
 
 const PASSWORD = "correct-horse-battery";
 const BROWSER_TEST_MS = 60_000;
@@ -131,7 +133,7 @@ describe("the Sources screen in Chromium", () => {
 
   it("lets an operator extend live keys to the current TTL, and not edit or create", async () => {
     const name = uniq("ui-ext");
-    await createSource({ name, preset: "internal" }, cliPrincipal());
+    await createSource(parseInput(createSourceRequest, { name, preset: "internal" }), cliPrincipal());
     await claimEvent({ source: name, eventId: "evt_1", eventType: "charge" });
     await updateSource(name, { preset: "stripe" }, cliPrincipal());
 
@@ -155,7 +157,7 @@ describe("the Sources screen in Chromium", () => {
 
   it("shows a viewer the sources and their warnings, with no create, edit or extend button", async () => {
     const name = uniq("ui-view");
-    await createSource({ name, preset: "stripe", deadLetterRetentionSeconds: 30 * d }, cliPrincipal());
+    await createSource(parseInput(createSourceRequest, { name, preset: "stripe", deadLetterRetentionSeconds: 30 * d }), cliPrincipal());
 
     const { page, errors } = await openPage();
     await signInToSources(page, "viewer");

@@ -15,12 +15,14 @@ import { startReplayWorker, type ReplayWorker } from "../../lib/replay/executor"
 import { createPreflight } from "../../lib/replay/preflight";
 import { getReplay, startReplay } from "../../lib/replay/replays";
 import { matchFastRoute, serveFast } from "../../lib/server/fast-routes";
-import { replayTarget, rotateSigningSecret } from "../../lib/sources/signing-secret";
+import { replayTarget, rotateSigningSecret, rotateSigningSecretRequest } from "../../lib/sources/signing-secret";
 import { getSource, updateSource } from "../../lib/sources/sources";
 import { makeSource, sql, uniq } from "../setup/db";
 import { makeApiKey } from "../setup/http";
 import { startReceiver, type Receiver } from "../setup/receiver";
 import { readyForReplay, seedDeadLetters } from "../setup/replay";
+import { startReplayRequest } from "../../lib/replay/schema";
+import { parseInput } from "../../lib/http/validate";
 
 const ACTOR = cliPrincipal();
 let claimApi: http.Server;
@@ -71,7 +73,7 @@ async function slowReplay(n: number) {
   const events = Array.from({ length: n }, (_, i) => `evt-${i}-${uniq()}`);
   await seedDeadLetters(source, events);
   const pf = await createPreflight({ source }, ACTOR);
-  const { replayId } = await startReplay({ preflightId: pf.preflightId, include: ["never_processed"], ratePerSecond: 4, concurrency: 1 }, uniq("k"), ACTOR);
+  const { replayId } = await startReplay(parseInput(startReplayRequest, { preflightId: pf.preflightId, include: ["never_processed"], ratePerSecond: 4, concurrency: 1 }), uniq("k"), ACTOR);
   workers.push(startReplayWorker({ pollMs: 50, leaseSeconds: 5, timeoutMs: 5000, log: () => {} }));
   return { source, rx, events, replayId, secret };
 }
@@ -123,7 +125,7 @@ describe("rotation grace period", () => {
     expect(row.prev).toBeNull();
 
     for (const bad of [{ graceSeconds: -1 }, { graceSeconds: 31 * 86400 }, { graceSeconds: 1.5 }, { grace: 1 }]) {
-      await expect(rotateSigningSecret(source, ACTOR, bad)).rejects.toMatchObject({ status: 422 });
+      expect(() => parseInput(rotateSigningSecretRequest, bad)).toThrow(expect.objectContaining({ status: 422 }));
     }
     const actions = await sql<{ detail: any }>(
       "SELECT detail FROM audit_events WHERE kind = 'operator' AND source = $1 AND detail->>'action' = 'source.signing_secret.rotate' ORDER BY at",

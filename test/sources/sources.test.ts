@@ -6,6 +6,7 @@ import { claimEvent } from "../../lib/claims/claim";
 import { sql, uniq } from "../setup/db";
 
 import { cliPrincipal } from "../../lib/auth/principal";
+import { parseInput } from "../../lib/http/validate";
 
 const ACTOR = cliPrincipal();
 const parts = { retryWindowSeconds: 3 * 86400, queueLagSeconds: 86400, clockSkewSeconds: 300, replaySeconds: 3 * 86400 };
@@ -39,7 +40,7 @@ describe("createSourceRequest", () => {
 describe("createSource / listSources", () => {
   it("stores TTL = the sum of the four parts and lists the source", async () => {
     const name = uniq("src");
-    const s = await createSource({ name, ...parts }, ACTOR);
+    const s = await createSource(parseInput(createSourceRequest, { name, ...parts }), ACTOR);
     expect(s.ttlSeconds).toBe(3 * 86400 + 86400 + 300 + 3 * 86400);
     const [row] = await sql<{ ttl_seconds: number }>("SELECT ttl_seconds FROM sources WHERE name = $1", [name]);
     expect(row.ttl_seconds).toBe(s.ttlSeconds);
@@ -48,22 +49,25 @@ describe("createSource / listSources", () => {
   });
 
   it("lists sources sorted by name", async () => {
-    const names = await Promise.all(["zz", "aa", "mm"].map(async (p) => (await createSource({ name: uniq(p), ...parts }, ACTOR)).name));
+    const names = await Promise.all(["zz", "aa", "mm"].map(async (p) => (await createSource(parseInput(createSourceRequest, { name: uniq(p), ...parts }), ACTOR)).name));
     const listed = (await listSources()).map((s) => s.name).filter((n) => names.includes(n));
     expect(listed).toEqual([...names].sort());
   });
 
   it("a second source with the same name → 409 source_exists", async () => {
     const name = uniq("src");
-    await createSource({ name, ...parts }, ACTOR);
-    await expect(createSource({ name, ...parts }, ACTOR)).rejects.toMatchObject({ status: 409, code: "source_exists" });
+    await createSource(parseInput(createSourceRequest, { name, ...parts }), ACTOR);
+    await expect(createSource(parseInput(createSourceRequest, { name, ...parts }), ACTOR)).rejects.toMatchObject({ status: 409, code: "source_exists" });
   });
 
   it("invalid input → 422 naming the fields", async () => {
-    await expect(createSource({ name: "Bad Name", ...parts, retryWindowSeconds: 0 }, ACTOR)).rejects.toMatchObject({
-      status: 422,
-      details: { fields: expect.arrayContaining([expect.objectContaining({ field: "name" }), expect.objectContaining({ field: "retryWindowSeconds" })]) },
-    });
+    // Refused by the schema the route and the CLI parse with, before createSource.
+    expect(() => parseInput(createSourceRequest, { name: "Bad Name", ...parts, retryWindowSeconds: 0 })).toThrow(
+      expect.objectContaining({
+        status: 422,
+        details: { fields: expect.arrayContaining([expect.objectContaining({ field: "name" }), expect.objectContaining({ field: "retryWindowSeconds" })]) },
+      }),
+    );
   });
 
   it("the database itself refuses a TTL that is not the sum of its parts, or infinite", async () => {
@@ -85,7 +89,7 @@ describe("createSource / listSources", () => {
 
   it("claims on a new source expire after exactly its TTL", async () => {
     const name = uniq("src");
-    const s = await createSource({ name, retryWindowSeconds: 60, queueLagSeconds: 30, clockSkewSeconds: 5, replaySeconds: 25 }, ACTOR);
+    const s = await createSource(parseInput(createSourceRequest, { name, retryWindowSeconds: 60, queueLagSeconds: 30, clockSkewSeconds: 5, replaySeconds: 25 }), ACTOR);
     const eventId = uniq("evt");
     await claimEvent({ source: name, eventId, eventType: "t" });
     const [row] = await sql<{ exact: boolean }>(

@@ -4,26 +4,30 @@
  * { username, password } — public, throttled, same-origin only. DELETE: sign out.
  */
 import { KeywardError } from "@/lib/errors";
-import { sessionInfo, signIn, signOut } from "@/lib/auth/sign-in";
+import { sessionInfo, signIn, signInRequest, signOut } from "@/lib/auth/sign-in";
 import { sessionPrincipal } from "@/lib/auth/session";
-import { assertSameOrigin, clientAddress, json, readJson, route } from "@/lib/http/route";
+import { assertSameOrigin, clientAddress, json, route } from "@/lib/http/route";
 
 export const GET = route(async ({ principal }) => json(await sessionInfo(principal)), {
   public: "the sign-in page asks who is signed in and whether an admin exists",
 });
 
 export const POST = route(
-  async ({ req }) => {
-    // A login form posted from another site (login CSRF) is refused like any cross-origin change.
-    assertSameOrigin(req);
-    const { headers } = await signIn(await readJson(req, 4096), req, clientAddress(req));
+  async ({ req, body }) => {
+    const { headers } = await signIn(body, req, clientAddress(req));
     const principal = await sessionPrincipal(withCookies(req.headers, headers));
     if (!principal) throw KeywardError.unauthorized("invalid username or password");
     const res = json(await sessionInfo(principal));
     for (const c of headers.getSetCookie()) res.headers.append("set-cookie", c);
     return res;
   },
-  { public: "signing in is how a person gets a session" },
+  {
+    public: "signing in is how a person gets a session",
+    // A login form posted from another site (login CSRF) is refused like any cross-origin change.
+    guard: assertSameOrigin,
+    body: signInRequest,
+    maxBodyBytes: 4096,
+  },
 );
 
 export const DELETE = route(

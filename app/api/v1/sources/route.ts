@@ -5,11 +5,13 @@
  * (the four parts, or a preset; parts given with a preset override it).
  */
 import { createSource, sourceReports } from "@/lib/sources/sources";
-import { json, readJson, route } from "@/lib/http/route";
+import { createSourceRequest } from "@/lib/sources/schema";
+import { json, route } from "@/lib/http/route";
 
 export const GET = route(async () => json({ sources: await sourceReports() }), { allow: ["read"] });
 
-export const POST = route(
-  async ({ req, principal }) => json(await createSource((await readJson(req, 4096)) as never, principal), 201),
-  { allow: ["admin"] },
-);
+export const POST = route(async ({ body, principal }) => json(await createSource(body, principal), 201), {
+  allow: ["admin"],
+  body: createSourceRequest,
+  maxBodyBytes: 4096,
+});

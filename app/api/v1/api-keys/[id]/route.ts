@@ -2,7 +2,7 @@
 import { revokeApiKey } from "@/lib/auth/api-keys";
 import { json, route } from "@/lib/http/route";
 
-export const DELETE = route<{ id: string }>(
+export const DELETE = route(
   async ({ params, principal }) => json(await revokeApiKey(params.id, principal)),
   { allow: ["admin"] },
 );

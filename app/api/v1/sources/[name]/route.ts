@@ -3,13 +3,14 @@
  * dead-letter retention (admins); applies to new claims, live keys keep their expiry (see ./extend).
  */
 import { sourceReports, updateSource } from "@/lib/sources/sources";
-import { json, readJson, route } from "@/lib/http/route";
+import { sourceParams, updateSourceRequest } from "@/lib/sources/schema";
+import { json, route } from "@/lib/http/route";
 
-export const GET = route<{ name: string }>(async ({ params }) => json((await sourceReports(params.name))[0]), {
-  allow: ["read"],
+export const GET = route(async ({ params }) => json((await sourceReports(params.name))[0]), { allow: ["read"], params: sourceParams });
+
+export const PATCH = route(async ({ params, body, principal }) => json(await updateSource(params.name, body, principal)), {
+  allow: ["admin"],
+  params: sourceParams,
+  body: updateSourceRequest,
+  maxBodyBytes: 4096,
 });
-
-export const PATCH = route<{ name: string }>(
-  async ({ req, params, principal }) => json(await updateSource(params.name, await readJson(req, 4096), principal)),
-  { allow: ["admin"] },
-);

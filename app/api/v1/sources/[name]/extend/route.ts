@@ -3,9 +3,10 @@
  * key's claim); never shortens, leaves expired keys alone, recorded in the action log. Operators.
  */
 import { extendLiveKeys } from "@/lib/sources/sources";
+import { sourceParams } from "@/lib/sources/schema";
 import { json, route } from "@/lib/http/route";
 
-export const POST = route<{ name: string }>(
-  async ({ params, principal }) => json(await extendLiveKeys(params.name, principal)),
-  { allow: ["operator"] },
-);
+export const POST = route(async ({ params, principal }) => json(await extendLiveKeys(params.name, principal)), {
+  allow: ["operator"],
+  params: sourceParams,
+});

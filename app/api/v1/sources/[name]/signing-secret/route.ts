@@ -4,10 +4,14 @@
  * 201 { secret: "whsec_…", setAt, graceUntil }. The previous secret keeps signing replays next to the new
  * one until graceUntil. The secret is shown only in this response; recorded as `source.signing_secret.rotate`.
  */
-import { rotateSigningSecret } from "@/lib/sources/signing-secret";
-import { json, readOptionalJson, route } from "@/lib/http/route";
+import { rotateSigningSecret, rotateSigningSecretRequest } from "@/lib/sources/signing-secret";
+import { sourceParams } from "@/lib/sources/schema";
+import { json, route } from "@/lib/http/route";
 
-export const POST = route<{ name: string }>(
-  async ({ req, params, principal }) => json(await rotateSigningSecret(params.name, principal, await readOptionalJson(req, 4096)), 201),
-  { allow: ["admin"] },
-);
+export const POST = route(async ({ params, body, principal }) => json(await rotateSigningSecret(params.name, principal, body), 201), {
+  allow: ["admin"],
+  params: sourceParams,
+  body: rotateSigningSecretRequest,
+  optionalBody: true,
+  maxBodyBytes: 4096,
+});
