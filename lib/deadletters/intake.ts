@@ -10,22 +10,19 @@
  */
 import { randomUUID } from "node:crypto";
 import { KeywardError } from "../errors";
-import { query } from "../db/sql";
-import { parseOrThrow } from "../http/validate";
+import { database, type Db } from "../db/transaction";
+import { invalidRequest } from "../http/validate";
 import { unknownSource } from "../claims/claim";
 import { findPayloadSpans, type PayloadSpan } from "./payload-spans";
 import {
-  deadLetterBatch,
   deadLetterInput,
   JSON_CONTENT_TYPE,
   MAX_PAYLOAD_BYTES,
   MAX_PAYLOAD_DEPTH,
   type BatchItemResult,
-  type DeadLetterInput,
+  type DeadLetterBatch,
+  type DeadLetterFields,
 } from "./schema";
-
-/** A request body as read by the route: the bytes received and the value JSON.parse made of them. */
-export type JsonBody = { bytes: Buffer; value: unknown };
 
 type Prepared = {
   id: string;
@@ -40,6 +37,7 @@ type Prepared = {
   queue: string | null;
 };
 
+/** Raw SQL: the letters and their audit rows in one statement (an unnest batch), one round trip per request. */
 const INSERT_SQL = `
 WITH input AS (
   SELECT * FROM unnest($1::uuid[], $2::text[], $3::text[], $4::text[], $5::bytea[], $6::text[], $7::text[], $8::int[],
@@ -62,10 +60,10 @@ audited AS (
 )
 SELECT id FROM ins`;
 
-async function insert(rows: Prepared[], actor: string): Promise<void> {
+async function insert(rows: Prepared[], actor: string, db: Db): Promise<void> {
   if (rows.length === 0) return;
   const col = <K extends keyof Prepared>(k: K) => rows.map((r) => r[k]);
-  await query(INSERT_SQL, [
+  await db.query(INSERT_SQL, [
     col("id"),
     col("source"),
     col("eventId"),
@@ -80,9 +78,11 @@ async function insert(rows: Prepared[], actor: string): Promise<void> {
   ]);
 }
 
-/** Validates one item; throws the KeywardError the single route answers with. */
-function prepare(input: unknown, span: PayloadSpan | undefined, body: Buffer): Prepared {
-  const d = parseOrThrow(deadLetterInput, input);
+/**
+ * Checks what the schema cannot (the payload's depth and size, read from its span in the bytes received)
+ * and takes its bytes; throws the KeywardError the single route answers with.
+ */
+function prepare(d: DeadLetterFields, span: PayloadSpan | undefined, body: Buffer): Prepared {
   const field = d.payloadBase64 === undefined ? "payload" : "payloadBase64";
   const refuse = (status: number, code: string, message: string) =>
     new KeywardError(status, code, `${field}: ${message}`, { fields: [{ field, message }] });
@@ -114,16 +114,17 @@ function prepare(input: unknown, span: PayloadSpan | undefined, body: Buffer): P
   };
 }
 
-async function knownSources(names: string[]): Promise<Set<string>> {
-  const rows = await query<{ name: string }>("SELECT name FROM sources WHERE name = ANY($1::text[])", [[...new Set(names)]]);
+async function knownSources(names: string[], db: Db): Promise<Set<string>> {
+  const rows = await db.prisma.source.findMany({ where: { name: { in: [...new Set(names)] } }, select: { name: true } });
   return new Set(rows.map((r) => r.name));
 }
 
 /**
- * For in-process callers (the CLI, tests) that hold a JavaScript value rather than request bytes: the
- * value is the source, so it is serialized once, here, and stored as that text.
+ * The bytes a value was parsed from, for in-process callers (the CLI, tests) that hold a JavaScript value
+ * rather than request bytes: the value is the source, so it is serialized once, here, and its payload
+ * stored as that text.
  */
-function bodyOf(value: unknown): JsonBody {
+function serialize(value: unknown): Buffer {
   let text: string | undefined;
   try {
     text = JSON.stringify(value);
@@ -131,34 +132,39 @@ function bodyOf(value: unknown): JsonBody {
     throw KeywardError.unprocessable("invalid_request", `body cannot be serialized as JSON: ${(err as Error).message}`);
   }
   if (text === undefined) throw KeywardError.unprocessable("invalid_request", "body must be a JSON object");
-  return { bytes: Buffer.from(text, "utf8"), value: JSON.parse(text) };
+  return Buffer.from(text, "utf8");
 }
 
-/** Stores one dead letter; resolves with its id. 422 on bad input or an unknown source, 413 on an oversize payload. */
-export async function recordDeadLetter(input: DeadLetterInput | unknown, actor: string): Promise<{ id: string }> {
-  return recordDeadLetterBody(bodyOf(input), actor);
-}
-
-/** recordDeadLetter for a request body as received (POST /api/v1/dead-letters). */
-export async function recordDeadLetterBody(body: JsonBody, actor: string): Promise<{ id: string }> {
-  const row = prepare(body.value, findPayloadSpans(body.bytes).payload, body.bytes);
-  if (!(await knownSources([row.source])).has(row.source)) throw unknownSource(row.source);
-  await insert([row], actor);
+/**
+ * Stores one dead letter; resolves with its id. 422 for an unknown source or a payload nested too deep,
+ * 413 for an oversize one. `received`: the request body `letter` was parsed from (POST
+ * /api/v1/dead-letters), whose bytes of `payload` are stored as sent; without it the letter is serialized.
+ */
+export async function recordDeadLetter(letter: DeadLetterFields, actor: string, received?: Buffer, db: Db = database()): Promise<{ id: string }> {
+  const body = received ?? serialize(letter);
+  const row = prepare(letter, findPayloadSpans(body).payload, body);
+  if (!(await knownSources([row.source], db)).has(row.source)) throw unknownSource(row.source);
+  await insert([row], actor, db);
   return { id: row.id };
 }
 
-/** Stores up to 500 dead letters in one statement; per-item results in input order. */
-export async function recordDeadLetters(body: unknown, actor: string): Promise<BatchItemResult[]> {
-  return recordDeadLettersBody(bodyOf(body), actor);
-}
-
-/** recordDeadLetters for a request body as received (POST /api/v1/dead-letters/batch). */
-export async function recordDeadLettersBody(body: JsonBody, actor: string): Promise<BatchItemResult[]> {
-  const { items } = parseOrThrow(deadLetterBatch, body.value);
-  const spans = findPayloadSpans(body.bytes).items;
-  const prepared: (Prepared | BatchItemResult)[] = items.map((item, i) => {
+/**
+ * Stores up to 500 dead letters in one statement; per-item results in input order (each item validated
+ * on its own: a bad one is that item's error). `received` as for recordDeadLetter (POST …/batch).
+ */
+export async function recordDeadLetters(
+  batch: DeadLetterBatch,
+  actor: string,
+  received?: Buffer,
+  db: Db = database(),
+): Promise<BatchItemResult[]> {
+  const body = received ?? serialize(batch);
+  const spans = findPayloadSpans(body).items;
+  const prepared: (Prepared | BatchItemResult)[] = batch.items.map((item, i) => {
     try {
-      return prepare(item, spans[i], body.bytes);
+      const parsed = deadLetterInput.safeParse(item);
+      if (!parsed.success) throw invalidRequest(parsed.error.issues);
+      return prepare(parsed.data, spans[i], body);
     } catch (err) {
       if (!(err instanceof KeywardError)) throw err;
       const fields = (err.details as { fields?: { field: string }[] } | undefined)?.fields;
@@ -167,7 +173,7 @@ export async function recordDeadLettersBody(body: JsonBody, actor: string): Prom
     }
   });
   const valid = prepared.filter((p): p is Prepared => "payload" in p);
-  const known = await knownSources(valid.map((p) => p.source));
+  const known = await knownSources(valid.map((p) => p.source), db);
   const results = prepared.map((p): BatchItemResult => {
     if (!("payload" in p)) return p;
     if (!known.has(p.source)) {
@@ -176,6 +182,6 @@ export async function recordDeadLettersBody(body: JsonBody, actor: string): Prom
     }
     return { id: p.id };
   });
-  await insert(valid.filter((p) => known.has(p.source)), actor);
+  await insert(valid.filter((p) => known.has(p.source)), actor, db);
   return results;
 }

@@ -5,16 +5,15 @@
  * only, which works whether dedup_keys is one table or partitioned.
  */
 import { KeywardError } from "../errors";
-import { query } from "../db/sql";
-import { parseOrThrow } from "../http/validate";
-import { isInstant } from "../http/fields";
+import { database, type Db } from "../db/transaction";
+import { pageOf } from "../pagination";
 import {
-  listDeadLettersQuery,
   type DeadLetter,
   type DeadLetterDetail,
   type DeadLetterList,
   type DeadLetterStatus,
   type KeyStateName,
+  type ListDeadLettersQuery,
 } from "./schema";
 
 export const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
@@ -69,28 +68,12 @@ function toDeadLetter(r: Row): DeadLetter {
 /** `%` and `_` in the search text are literal. */
 export const likePattern = (s: string) => `%${s.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
 
-type Cursor = { s: "failedAt" | "keyExpiry"; v: string; i: string };
-
-function encodeCursor(c: Cursor): string {
-  return Buffer.from(JSON.stringify(c)).toString("base64url");
-}
-
-function decodeCursor(text: string, sort: Cursor["s"]): Cursor {
-  const bad = () => KeywardError.unprocessable("invalid_request", "cursor: must be a cursor from a previous page", { fields: [{ field: "cursor", message: "must be a cursor from a previous page" }] });
-  let c: Cursor;
-  try {
-    c = JSON.parse(Buffer.from(text, "base64url").toString("utf8")) as Cursor;
-  } catch {
-    throw bad();
-  }
-  if (!c || c.s !== sort || typeof c.v !== "string" || typeof c.i !== "string" || !UUID_RE.test(c.i)) throw bad();
-  if (sort === "failedAt" ? !isInstant(c.v) : !/^-?\d{1,18}$/.test(c.v)) throw bad();
-  return c;
-}
-
-/** Lists dead letters with counts (the counts ignore the cursor and the status filter's paging, not the filters). */
-export async function listDeadLetters(input: unknown): Promise<DeadLetterList> {
-  const q = parseOrThrow(listDeadLettersQuery, input);
+/**
+ * Lists dead letters with counts (the counts ignore the cursor and the status filter's paging, not the filters).
+ * Raw SQL: keyset pages over a LATERAL key lookup and an ordering on the key's expiry, and the counts in
+ * one statement with a MATERIALIZED CTE.
+ */
+export async function listDeadLetters(q: ListDeadLettersQuery, db: Db = database()): Promise<DeadLetterList> {
   const values: unknown[] = [];
   const p = (v: unknown) => `$${values.push(v)}`;
   const filters: string[] = [];
@@ -110,7 +93,7 @@ export async function listDeadLetters(input: unknown): Promise<DeadLetterList> {
       : "(CASE WHEN key.expires_at IS NULL THEN -1 ELSE (extract(epoch FROM key.expires_at) * 1000000)::bigint END)";
   const page = [...filters];
   if (q.cursor) {
-    const c = decodeCursor(q.cursor, q.sort);
+    const c = q.cursor;
     page.push(
       q.sort === "failedAt"
         ? `(d.failed_at, d.id) < (${p(c.v)}::timestamptz, ${p(c.i)}::uuid)`
@@ -120,19 +103,18 @@ export async function listDeadLetters(input: unknown): Promise<DeadLetterList> {
   const where = (f: string[]) => (f.length ? `WHERE ${f.join(" AND ")}` : "");
   const order = q.sort === "failedAt" ? "d.failed_at DESC, d.id DESC" : `${sortKey} ASC, d.id ASC`;
   const limitParam = p(q.limit + 1);
-  const rows = await query<Row>(
+  const rows = await db.query<Row>(
     `SELECT ${COLUMNS}, ${q.sort === "failedAt" ? "''" : `${sortKey}::text`} AS sort_us
      FROM dead_letters d ${KEY_JOIN} ${where(page)} ORDER BY ${order} LIMIT ${limitParam}`,
     values,
   );
-  const items = rows.slice(0, q.limit);
-  const last = items[items.length - 1];
-  const nextCursor =
-    rows.length > q.limit && last
-      ? encodeCursor({ s: q.sort, v: q.sort === "failedAt" ? last.failed_at.toISOString() : last.sort_us, i: last.id })
-      : null;
+  const { items, next } = pageOf(rows, q.limit, toDeadLetter, (last) => ({
+    s: q.sort,
+    v: q.sort === "failedAt" ? last.failed_at.toISOString() : last.sort_us,
+    i: last.id,
+  }));
 
-  const [counts] = await query<{
+  const [counts] = await db.query<{
     total: number;
     by_source: { source: string; count: number }[];
     by_error: { error: string; count: number }[];
@@ -153,8 +135,8 @@ export async function listDeadLetters(input: unknown): Promise<DeadLetterList> {
     values.slice(0, filterValues),
   );
   return {
-    items: items.map(toDeadLetter),
-    nextCursor,
+    items,
+    next,
     counts: {
       total: counts.total,
       bySource: counts.by_source,
@@ -165,9 +147,9 @@ export async function listDeadLetters(input: unknown): Promise<DeadLetterList> {
 }
 
 /** One letter with its payload exactly as stored (base64, and as text when it is UTF-8); 404 for an unknown id. */
-export async function getDeadLetter(id: string): Promise<DeadLetterDetail> {
+export async function getDeadLetter(id: string, db: Db = database()): Promise<DeadLetterDetail> {
   if (!UUID_RE.test(id)) throw KeywardError.notFound("dead_letter_not_found", `no dead letter ${id}`);
-  const [row] = await query<Row & { payload: Buffer; content_type: string; last_replay_error: string | null }>(
+  const [row] = await db.query<Row & { payload: Buffer; content_type: string; last_replay_error: string | null }>(
     `SELECT ${COLUMNS}, d.payload, d.content_type, d.last_replay_error FROM dead_letters d ${KEY_JOIN} WHERE d.id = $1`,
     [id],
   );

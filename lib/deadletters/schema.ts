@@ -7,6 +7,7 @@ import { parse as parseMediaType } from "content-type";
 import { z } from "zod";
 import { eventId, eventType, sourceName } from "../claims/schema";
 import { instant, storableText } from "../http/fields";
+import { CURSOR_MESSAGE, cursorParam } from "../pagination";
 
 /** A payload is at most 256 KiB: the bytes stored and replayed (the JSON text as sent, or the decoded base64). */
 export const MAX_PAYLOAD_BYTES = 256 * 1024;
@@ -80,6 +81,8 @@ export const deadLetterInput = z
     }
   });
 export type DeadLetterInput = z.input<typeof deadLetterInput>;
+/** One dead letter as recordDeadLetter takes it: parsed. */
+export type DeadLetterFields = z.output<typeof deadLetterInput>;
 
 /** The batch body must be `{ items: [...] }`; each item is validated on its own. */
 export const deadLetterBatch = z.strictObject({
@@ -88,6 +91,7 @@ export const deadLetterBatch = z.strictObject({
     .min(1, "must hold at least 1 item")
     .max(MAX_DEAD_LETTER_BATCH, `must hold at most ${MAX_DEAD_LETTER_BATCH} items`),
 });
+export type DeadLetterBatch = z.output<typeof deadLetterBatch>;
 
 export type BatchItemResult = { id: string } | { error: { code: string; message: string; field?: string } };
 
@@ -97,16 +101,30 @@ export type DeadLetterStatus = (typeof DEAD_LETTER_STATUSES)[number];
 export const KEY_STATES = ["alive", "in_flight", "expired", "none"] as const;
 export type KeyStateName = (typeof KEY_STATES)[number];
 
-export const listDeadLettersQuery = z.strictObject({
-  source: sourceName.optional(),
-  from: instant.optional(),
-  to: instant.optional(),
-  errorContains: storableText().min(1).max(200).optional(),
-  status: z.enum(DEAD_LETTER_STATUSES).optional(),
-  sort: z.enum(["failedAt", "keyExpiry"]).default("failedAt"),
-  limit: z.coerce.number().int().min(1).max(500).default(100),
-  cursor: z.string().max(200).optional(),
-});
+const uuidText = z.string().regex(/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i);
+
+/**
+ * A letter's place in the list, by the sort it was listed in: `s` the sort, `v` its sort value (the
+ * failure time, or the key's expiry in microseconds since the epoch, -1 for none), `i` its id.
+ */
+const deadLetterPosition = z.discriminatedUnion("s", [
+  z.strictObject({ s: z.literal("failedAt"), v: instant, i: uuidText }),
+  z.strictObject({ s: z.literal("keyExpiry"), v: z.string().regex(/^-?\d{1,18}$/), i: uuidText }),
+]);
+
+export const listDeadLettersQuery = z
+  .strictObject({
+    source: sourceName.optional(),
+    from: instant.optional(),
+    to: instant.optional(),
+    errorContains: storableText().min(1).max(200).optional(),
+    status: z.enum(DEAD_LETTER_STATUSES).optional(),
+    sort: z.enum(["failedAt", "keyExpiry"]).default("failedAt"),
+    limit: z.coerce.number().int().min(1).max(500).default(100),
+    cursor: cursorParam(deadLetterPosition).optional(),
+  })
+  // A cursor of one sort means nothing in the other.
+  .refine((q) => !q.cursor || q.cursor.s === q.sort, { path: ["cursor"], message: CURSOR_MESSAGE });
 export type ListDeadLettersQuery = z.infer<typeof listDeadLettersQuery>;
 
 export type DeadLetter = {
@@ -138,7 +156,8 @@ export type DeadLetterDetail = DeadLetter & {
 
 export type DeadLetterList = {
   items: DeadLetter[];
-  nextCursor: string | null;
+  /** The cursor of the next page (lib/pagination.ts); null on the last. */
+  next: string | null;
   counts: {
     total: number;
     bySource: { source: string; count: number }[];

@@ -87,7 +87,7 @@ export function classifyOne(
       `${gone}, and the event was processed (${fact!.lastKind} at ${iso(processed)}): replaying it processes it twice.`,
     );
   }
-  const why = fact?.lastKind === "released" ? `it was released at ${iso(fact.lastAt)} after its claim` : "it was never claimed";
+  const why = fact?.lastKind === "released" ? `it was released at ${iso(fact.lastAt)} after its claim` : "no one ever claimed it";
   return out("never_processed", key?.expiresAt ?? null, `${gone} and ${why}: replaying it is safe.`);
 }
 

@@ -2,11 +2,13 @@
  * Reading what classification needs, per batch in one statement: each event's dedup key (looked up by
  * (source, event_id) only, so it works on a partitioned dedup_keys too) and its newest deciding audit row
  * (through the (source, event_id, at DESC) index). Both as of the statement's `now()`, which is returned.
+ * Raw SQL: a hot statement, prepared once per connection (the executor runs it before every send, see
+ * docs/benchmarks.md), with LATERAL lookups Prisma cannot express.
  */
 import { query, type PreparedSql, type Queryable } from "../db/sql";
 import { DECIDING_KINDS, type AuditFact, type KeyFact } from "./classify";
 
-export type FactRow = {
+type FactRow = {
   event_id: string;
   now: Date;
   expires_at: Date | null;
@@ -16,7 +18,7 @@ export type FactRow = {
   last_at: Date | null;
 };
 
-export const FACTS_SQL = `
+const FACTS_SQL = `
 SELECT e.event_id, now() AS now, k.expires_at, k.status, k.lease_expires_at, a.kind AS last_kind, a.at AS last_at
 FROM unnest($2::text[]) AS e(event_id)
 LEFT JOIN LATERAL (
@@ -34,13 +36,13 @@ const FACTS_PREPARED: PreparedSql = { name: "keyward_replay_facts", text: FACTS_
 export type Facts = { now: Date; keys: KeyFact[]; audit: AuditFact[] };
 
 /** FACTS_SQL's parameters, or null when there are no events (then ask only for now()). */
-export function factsParams(source: string, eventIds: readonly string[]): unknown[] | null {
+function factsParams(source: string, eventIds: readonly string[]): unknown[] | null {
   const distinct = [...new Set(eventIds)];
   return distinct.length ? [source, distinct, [...DECIDING_KINDS]] : null;
 }
-export const NOW_SQL = "SELECT NULL::text AS event_id, now() AS now";
+const NOW_SQL = "SELECT NULL::text AS event_id, now() AS now";
 
-export function factsFromRows(rows: FactRow[]): Facts {
+function factsFromRows(rows: FactRow[]): Facts {
   const keys: KeyFact[] = [];
   const audit: AuditFact[] = [];
   for (const r of rows) {
@@ -50,7 +52,10 @@ export function factsFromRows(rows: FactRow[]): Facts {
   return { now: rows[0].now, keys, audit };
 }
 
-/** The keys and audit facts of these events of one source, and the database's now. */
+/**
+ * The keys and audit facts of these events of one source, and the database's now: on the shared pool, or
+ * on `on` (a transaction's handle: then as that transaction sees them).
+ */
 export async function readFacts(source: string, eventIds: readonly string[], on?: Queryable): Promise<Facts> {
   const params = factsParams(source, eventIds);
   return factsFromRows(params ? await query<FactRow>(FACTS_PREPARED, params, on) : await query<FactRow>(NOW_SQL, [], on));

@@ -6,28 +6,29 @@
  * never resurrects an expired key), records the action with counts, and re-classifies.
  */
 import { KeywardError } from "../errors";
-import { prisma } from "../db/client";
-import { query } from "../db/sql";
-import { parseOrThrow } from "../http/validate";
+import { database, withTransaction, type Db } from "../db/transaction";
 import { recordAction } from "../audit/actions";
 import type { Principal } from "../auth/principal";
 import { actorOf } from "../auth/principal";
 import { getSource } from "../sources/sources";
 import { likePattern, UUID_RE } from "../deadletters/list";
 import { classifyReplayBatch, countCategories, SEND_MARGIN_SECONDS, type Classified } from "./classify";
-import { FACTS_SQL, factsFromRows, factsParams, NOW_SQL, readFacts, type Facts, type FactRow } from "./facts";
+import { readFacts } from "./facts";
 import {
   MAX_PREFLIGHT_ITEMS,
   PREFLIGHT_VALID_SECONDS,
-  preflightRequest,
   type Category,
   type Preflight,
   type PreflightItem,
+  type PreflightSelection,
 } from "./schema";
 
 type Selected = { id: string; event_id: string; event_type: string };
 
-async function selectPending(source: string, r: ReturnType<typeof preflightRequest.parse>): Promise<Selected[]> {
+/** Transactions of many rows: longer bounds than Prisma's defaults (2 s to get a connection, 5 s in all). */
+const TX = { timeout: 30_000, maxWait: 10_000 };
+
+async function selectPending(source: string, r: PreflightSelection, db: Db): Promise<Selected[]> {
   const values: unknown[] = [source];
   const p = (v: unknown) => `$${values.push(v)}`;
   const where = ["d.source = $1", "d.status = 'pending'"];
@@ -35,7 +36,8 @@ async function selectPending(source: string, r: ReturnType<typeof preflightReque
   if (r.filter?.from) where.push(`d.failed_at >= ${p(r.filter.from)}::timestamptz`);
   if (r.filter?.to) where.push(`d.failed_at < ${p(r.filter.to)}::timestamptz`);
   if (r.filter?.errorContains) where.push(`d.error ILIKE ${p(likePattern(r.filter.errorContains))}`);
-  return query<Selected>(
+  // Raw SQL: ILIKE with an escaped pattern and uuid[] matching, on the (source, status, failed_at) index.
+  return db.query<Selected>(
     `SELECT d.id, d.event_id, d.event_type FROM dead_letters d WHERE ${where.join(" AND ")}
      ORDER BY d.failed_at, d.id LIMIT ${p(MAX_PREFLIGHT_ITEMS + 1)}`,
     values,
@@ -52,15 +54,14 @@ const itemOf = (c: Classified): PreflightItem => ({
   reason: c.reason,
 });
 
-/** Classifies and stores; 404 for an unknown source, 422 on bad input. */
-export async function createPreflight(input: unknown, actor: Principal): Promise<Preflight> {
-  const r = parseOrThrow(preflightRequest, input);
-  const source = await getSource(r.source);
+/** Classifies and stores; 404 for an unknown source. */
+export async function createPreflight(r: PreflightSelection, actor: Principal, db: Db = database()): Promise<Preflight> {
+  const source = await getSource(r.source, db);
   const windowSeconds = r.replayWindowSeconds ?? source.replaySeconds;
-  const selected = await selectPending(source.name, r);
+  const selected = await selectPending(source.name, r, db);
   const truncated = selected.length > MAX_PREFLIGHT_ITEMS;
   const rows = selected.slice(0, MAX_PREFLIGHT_ITEMS);
-  const facts = await readFacts(source.name, rows.map((s) => s.event_id));
+  const facts = await readFacts(source.name, rows.map((s) => s.event_id), db);
   const classified = classifyReplayBatch(
     rows.map((s) => ({ deadLetterId: s.id, eventId: s.event_id, eventType: s.event_type })),
     facts.keys,
@@ -70,11 +71,11 @@ export async function createPreflight(input: unknown, actor: Principal): Promise
   );
   const createdAt = facts.now;
   const validUntil = new Date(createdAt.getTime() + PREFLIGHT_VALID_SECONDS * 1000);
-  const id = await prisma().$transaction(async (tx) => {
-    const pf = await tx.replayPreflight.create({
+  const id = await withTransaction(async (tx) => {
+    const pf = await tx.prisma.replayPreflight.create({
       data: { source: source.name, createdAt, validUntil, windowSeconds, createdBy: actorOf(actor), truncated },
     });
-    await tx.replayPreflightItem.createMany({
+    await tx.prisma.replayPreflightItem.createMany({
       data: classified.map((c, seq) => ({
         preflightId: pf.id,
         deadLetterId: c.deadLetterId,
@@ -88,16 +89,16 @@ export async function createPreflight(input: unknown, actor: Principal): Promise
       })),
     });
     return pf.id;
-  }, { timeout: 30_000, maxWait: 10_000 });
-  return getPreflight(id);
+  }, { ...TX, db });
+  return getPreflight(id, db);
 }
 
 /** The stored preflight (items as classified at creation or at the last extend); 404 when unknown. */
-export async function getPreflight(id: string): Promise<Preflight> {
+export async function getPreflight(id: string, db: Db = database()): Promise<Preflight> {
   if (!UUID_RE.test(id)) throw KeywardError.notFound("preflight_not_found", `no preflight ${id}`);
-  const pf = await prisma().replayPreflight.findUnique({ where: { id } });
+  const pf = await db.prisma.replayPreflight.findUnique({ where: { id } });
   if (!pf) throw KeywardError.notFound("preflight_not_found", `no preflight ${id}`);
-  const items = await prisma().replayPreflightItem.findMany({ where: { preflightId: id }, orderBy: { seq: "asc" } });
+  const items = await db.prisma.replayPreflightItem.findMany({ where: { preflightId: id }, orderBy: { seq: "asc" } });
   const list: PreflightItem[] = items.map((i) => ({
     deadLetterId: i.deadLetterId,
     eventId: i.eventId,
@@ -131,92 +132,74 @@ export { staleError };
 /**
  * $3 = window + SEND_MARGIN_SECONDS: a key extended to exactly now + window would still be `expiring`
  * (a key is dead at its expires_at) and would fail the pre-send re-check at the window's end.
+ * Raw SQL: an update by the database clock that never shortens (greatest), on a possibly partitioned table.
  */
 const EXTEND_SQL = `
 UPDATE dedup_keys k SET expires_at = greatest(k.expires_at, now() + make_interval(secs => $3::int))
 WHERE k.source = $1 AND k.event_id = ANY($2::text[]) AND k.expires_at > now()
   AND k.expires_at < now() + make_interval(secs => $3::int)`;
 
+/** Raw SQL: one statement re-classifies every item (an unnest batch). */
+const RECLASSIFY_SQL = `
+UPDATE replay_preflight_items p SET category = u.category, key_expires_at = u.key_expires_at,
+       processed_at = u.processed_at, reason = u.reason
+FROM unnest($2::uuid[], $3::text[], $4::timestamptz[], $5::timestamptz[], $6::text[])
+     AS u(dead_letter_id, category, key_expires_at, processed_at, reason)
+WHERE p.preflight_id = $1::uuid AND p.dead_letter_id = u.dead_letter_id`;
+
 /**
  * Extends the live keys of the preflight's alive and expiring items to at least now + window, records
  * `replay.preflight.extend` with the counts, and re-classifies the stored items, all in one transaction
- * (retried whole if a partitioned dedup_keys reports a serialization failure). 409 when stale.
+ * (run again whole if a partitioned dedup_keys reports a serialization failure). 409 when stale.
  */
-export async function extendPreflight(id: string, actor: Principal): Promise<{ extended: number; preflight: Preflight }> {
-  const before = await getPreflight(id);
+export async function extendPreflight(id: string, actor: Principal, db: Db = database()): Promise<{ extended: number; preflight: Preflight }> {
+  const before = await getPreflight(id, db);
   if (Date.parse(before.validUntil) <= Date.now()) throw staleError(id, new Date(before.validUntil));
   const targets = before.items.filter((i) => i.category === "alive" || i.category === "expiring");
-  for (let attempt = 1; ; attempt++) {
-    try {
-      const extended = await prisma().$transaction(
-        async (tx) => {
-          const [{ stale }] = await tx.$queryRawUnsafe<{ stale: boolean }[]>(
-            "SELECT valid_until <= now() AS stale FROM replay_preflights WHERE id = $1::uuid FOR UPDATE",
-            id,
-          );
-          if (stale) throw staleError(id, new Date(before.validUntil));
-          const n = targets.length
-            ? await tx.$executeRawUnsafe(
-                EXTEND_SQL,
-                before.source,
-                [...new Set(targets.map((t) => t.eventId))],
-                before.windowSeconds + SEND_MARGIN_SECONDS,
-              )
-            : 0;
-          // Re-classify every item against the keys as they are now (inside this transaction).
-          const facts = await readFactsTx(tx, before.source, before.items.map((i) => i.eventId));
-          const again = classifyReplayBatch(before.items, facts.keys, facts.audit, facts.now, before.windowSeconds);
-          if (again.length) {
-            await tx.$executeRawUnsafe(
-              `UPDATE replay_preflight_items p SET category = u.category, key_expires_at = u.key_expires_at,
-                      processed_at = u.processed_at, reason = u.reason
-               FROM unnest($2::uuid[], $3::text[], $4::timestamptz[], $5::timestamptz[], $6::text[])
-                    AS u(dead_letter_id, category, key_expires_at, processed_at, reason)
-               WHERE p.preflight_id = $1::uuid AND p.dead_letter_id = u.dead_letter_id`,
-              id,
-              again.map((c) => c.deadLetterId),
-              again.map((c) => c.category),
-              again.map((c) => c.keyExpiresAt?.toISOString() ?? null),
-              again.map((c) => c.processedAt?.toISOString() ?? null),
-              again.map((c) => c.reason),
-            );
-          }
-          await tx.$executeRawUnsafe("UPDATE replay_preflights SET extended_at = now() WHERE id = $1::uuid", id);
-          await recordAction(
-            actor,
-            {
-              action: "replay.preflight.extend",
-              target: { type: "replay_preflight", id },
-              source: before.source,
-              after: {
-                extended: n,
-                alive: before.counts.alive,
-                expiring: before.counts.expiring,
-                windowSeconds: before.windowSeconds,
-                afterExtend: countCategories(again),
-              },
-            },
-            tx,
-          );
-          return n;
-        },
-        { timeout: 30_000, maxWait: 10_000 },
+  const extended = await withTransaction(
+    async (tx) => {
+      // Raw SQL: Prisma has no FOR UPDATE; staleness is judged by the database clock.
+      const [{ stale }] = await tx.query<{ stale: boolean }>(
+        "SELECT valid_until <= now() AS stale FROM replay_preflights WHERE id = $1::uuid FOR UPDATE",
+        [id],
       );
-      return { extended, preflight: await getPreflight(id) };
-    } catch (err) {
-      const code = (err as { code?: string; meta?: { code?: string } }).code ?? (err as { meta?: { code?: string } }).meta?.code;
-      // P2034: Prisma's name for a serialization failure or deadlock (40001 / 40P01) in a transaction.
-      const retryable = code === "P2034" || code === "40001" || code === "40P01" || /40001|40P01|could not serialize|deadlock/.test(String((err as Error).message));
-      if (attempt < 3 && retryable) continue;
-      throw err;
-    }
-  }
-}
-
-type Tx = Parameters<Parameters<ReturnType<typeof prisma>["$transaction"]>[0]>[0];
-
-/** readFacts (facts.ts) inside a Prisma interactive transaction. */
-async function readFactsTx(tx: Tx, source: string, eventIds: string[]): Promise<Facts> {
-  const params = factsParams(source, eventIds);
-  return factsFromRows(params ? await tx.$queryRawUnsafe<FactRow[]>(FACTS_SQL, ...params) : await tx.$queryRawUnsafe<FactRow[]>(NOW_SQL));
+      if (stale) throw staleError(id, new Date(before.validUntil));
+      const n = targets.length
+        ? await tx.execute(EXTEND_SQL, [before.source, [...new Set(targets.map((t) => t.eventId))], before.windowSeconds + SEND_MARGIN_SECONDS])
+        : 0;
+      // Re-classify every item against the keys as they are now (inside this transaction).
+      const facts = await readFacts(before.source, before.items.map((i) => i.eventId), tx);
+      const again = classifyReplayBatch(before.items, facts.keys, facts.audit, facts.now, before.windowSeconds);
+      if (again.length) {
+        await tx.execute(RECLASSIFY_SQL, [
+          id,
+          again.map((c) => c.deadLetterId),
+          again.map((c) => c.category),
+          again.map((c) => c.keyExpiresAt?.toISOString() ?? null),
+          again.map((c) => c.processedAt?.toISOString() ?? null),
+          again.map((c) => c.reason),
+        ]);
+      }
+      await tx.execute("UPDATE replay_preflights SET extended_at = now() WHERE id = $1::uuid", [id]);
+      await recordAction(
+        actor,
+        {
+          action: "replay.preflight.extend",
+          target: { type: "replay_preflight", id },
+          source: before.source,
+          after: {
+            extended: n,
+            alive: before.counts.alive,
+            expiring: before.counts.expiring,
+            windowSeconds: before.windowSeconds,
+            afterExtend: countCategories(again),
+          },
+        },
+        tx,
+      );
+      return n;
+    },
+    { ...TX, retrySerialization: true, db },
+  );
+  return { extended, preflight: await getPreflight(id, db) };
 }

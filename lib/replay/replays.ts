@@ -7,32 +7,30 @@
  */
 import { createHash } from "node:crypto";
 import { KeywardError } from "../errors";
-import { prisma } from "../db/client";
-import { query } from "../db/sql";
-import { parseOrThrow } from "../http/validate";
-import { isInstant } from "../http/fields";
+import { database, withTransaction, type Db } from "../db/transaction";
+import { pageOf, type Page } from "../pagination";
 import { recordAction } from "../audit/actions";
 import { actorOf, type Principal } from "../auth/principal";
 import { UUID_RE } from "../deadletters/list";
 import { replayTarget } from "../sources/signing-secret";
 import { staleError } from "./preflight";
 import {
-  idempotencyKey,
-  listReplaysQuery,
   OUTCOMES,
-  startReplayRequest,
   type Category,
+  type ListReplaysQuery,
   type Outcome,
   type Replay,
   type ReplayItemResult,
+  type ReplayRequest,
   type ReplayStatus,
   type ReplaySummary,
 } from "./schema";
 
+/** Transactions of many rows: longer bounds than Prisma's defaults (2 s to get a connection, 5 s in all). */
 const TX = { timeout: 30_000, maxWait: 10_000 };
 
 /** What makes two requests "the same" for the Idempotency-Key: the parsed body with its defaults, include as a set. */
-export function requestHash(r: ReturnType<typeof startReplayRequest.parse>): string {
+export function requestHash(r: ReplayRequest): string {
   const canonical = {
     preflightId: r.preflightId.toLowerCase(),
     include: [...new Set(r.include)].sort(),
@@ -48,12 +46,11 @@ export function requestHash(r: ReturnType<typeof startReplayRequest.parse>): str
  * Idempotency-Key was used before with the same body (the earlier replay's id is returned).
  */
 export async function startReplay(
-  body: unknown,
-  key: string | null,
+  r: ReplayRequest,
+  idemKey: string,
   actor: Principal,
+  db: Db = database(),
 ): Promise<{ replayId: string; total: number; created: boolean }> {
-  const idemKey = parseOrThrow(idempotencyKey.describe("Idempotency-Key"), key ?? "");
-  const r = parseOrThrow(startReplayRequest, body);
   const hash = requestHash(r);
   const include = [...new Set(r.include)] as Category[];
   if (include.includes("in_flight")) {
@@ -73,16 +70,17 @@ export async function startReplay(
   // Outside the transaction: on the embedded PGlite a query on another connection inside it would wait
   // for the transaction itself. 409 when the source has no destination or no readable signing secret
   // (checked once more, with the source the locked preflight names, below).
-  const [pre] = await query<{ source: string; started: boolean }>(
+  const [pre] = await db.query<{ source: string; started: boolean }>(
     "SELECT source, EXISTS (SELECT 1 FROM replays WHERE idempotency_key = $2) AS started FROM replay_preflights WHERE id = $1::uuid",
     [r.preflightId, idemKey],
   );
-  if (pre && !pre.started) await replayTarget(pre.source);
+  if (pre && !pre.started) await replayTarget(pre.source, db);
 
-  return prisma().$transaction(async (tx) => {
+  return withTransaction(async (tx) => {
     // One start per key at a time: the second of two concurrent requests waits here, then finds the first.
-    await tx.$executeRawUnsafe("SELECT pg_advisory_xact_lock(hashtext('keyward-replay-idempotency:' || $1))", idemKey);
-    const existing = await tx.replay.findUnique({ where: { idempotencyKey: idemKey } });
+    // Raw SQL: a transaction-scoped advisory lock, which Prisma has no call for.
+    await tx.execute("SELECT pg_advisory_xact_lock(hashtext('keyward-replay-idempotency:' || $1))", [idemKey]);
+    const existing = await tx.prisma.replay.findUnique({ where: { idempotencyKey: idemKey } });
     if (existing) {
       if (existing.requestHash !== hash) {
         throw KeywardError.unprocessable(
@@ -93,13 +91,12 @@ export async function startReplay(
       }
       return { replayId: existing.id, total: existing.total, created: false };
     }
-    const [pf] = await tx.$queryRawUnsafe<
-      { id: string; source: string; stale: boolean; valid_until: Date; extended_at: Date | null; expiring: number }[]
-    >(
+    // Raw SQL: FOR UPDATE, and staleness by the database clock.
+    const [pf] = await tx.query<{ id: string; source: string; stale: boolean; valid_until: Date; extended_at: Date | null; expiring: number }>(
       `SELECT p.id, p.source, p.valid_until <= now() AS stale, p.valid_until, p.extended_at,
               (SELECT count(*)::int FROM replay_preflight_items i WHERE i.preflight_id = p.id AND i.category = 'expiring') AS expiring
        FROM replay_preflights p WHERE p.id = $1::uuid FOR UPDATE`,
-      r.preflightId,
+      [r.preflightId],
     );
     if (!pf) throw KeywardError.notFound("preflight_not_found", `no preflight ${r.preflightId}`);
     if (pf.stale) throw staleError(pf.id, pf.valid_until);
@@ -113,7 +110,7 @@ export async function startReplay(
       throw KeywardError.conflict("preflight_changed", "the preflight changed while the replay was being started; retry");
     }
 
-    const created = await tx.replay.create({
+    const created = await tx.prisma.replay.create({
       data: {
         source: pf.source,
         preflightId: pf.id,
@@ -129,7 +126,8 @@ export async function startReplay(
       },
     });
     // Take the chosen items whose letters are still pending (another replay may have taken some since).
-    const taken = await tx.$queryRawUnsafe<{ category: Category; n: number }[]>(
+    // Raw SQL: lock, hold and copy in one CTE.
+    const taken = await tx.query<{ category: Category; n: number }>(
       `WITH chosen AS (
          SELECT p.dead_letter_id, p.event_id, p.category, p.seq
          FROM replay_preflight_items p JOIN dead_letters d ON d.id = p.dead_letter_id
@@ -141,9 +139,7 @@ export async function startReplay(
          SELECT $3::uuid, dead_letter_id, seq, event_id, category FROM chosen
          RETURNING category)
        SELECT category, count(*)::int AS n FROM ins GROUP BY category`,
-      pf.id,
-      include,
-      created.id,
+      [pf.id, include, created.id],
     );
     const total = taken.reduce((s, t) => s + t.n, 0);
     if (total === 0) {
@@ -153,7 +149,7 @@ export async function startReplay(
         { fields: [{ field: "include", message: "selects no pending dead letter" }] },
       );
     }
-    await tx.replay.update({ where: { id: created.id }, data: { total } });
+    await tx.prisma.replay.update({ where: { id: created.id }, data: { total } });
     await recordAction(
       actor,
       {
@@ -174,7 +170,7 @@ export async function startReplay(
       tx,
     );
     return { replayId: created.id, total, created: true };
-  }, TX);
+  }, { ...TX, db });
 }
 
 type ReplayRow = {
@@ -195,6 +191,7 @@ type ReplayRow = {
   counts: Partial<Record<Outcome, number>> | null;
 };
 
+/** Raw SQL: the counts by outcome aggregate in the same statement (jsonb_object_agg). */
 const SUMMARY_SQL = `
 SELECT r.id, r.source, r.status, r.preflight_id, r.include, r.forced, r.force_reason, r.rate_per_second, r.concurrency,
        r.created_by, r.created_at, r.finished_at, r.total, r.destination,
@@ -224,73 +221,50 @@ function toSummary(r: ReplayRow): ReplaySummary {
 
 const notFound = (id: string) => KeywardError.notFound("replay_not_found", `no replay ${id}`);
 
-export async function getReplaySummary(id: string): Promise<ReplaySummary> {
+export async function getReplaySummary(id: string, db: Db = database()): Promise<ReplaySummary> {
   if (!UUID_RE.test(id)) throw notFound(id);
-  const [row] = await query<ReplayRow>(`${SUMMARY_SQL} WHERE r.id = $1`, [id]);
+  const [row] = await db.query<ReplayRow>(`${SUMMARY_SQL} WHERE r.id = $1`, [id]);
   if (!row) throw notFound(id);
   return toSummary(row);
 }
 
 type ItemRow = {
-  dead_letter_id: string;
-  event_id: string;
-  outcome: Outcome;
+  deadLetterId: string;
+  eventId: string;
+  outcome: string;
   attempts: number;
-  last_status: number | null;
-  last_error: string | null;
-  finished_at: Date | null;
+  lastStatus: number | null;
+  lastError: string | null;
+  finishedAt: Date | null;
 };
-const toItem = (i: ItemRow): ReplayItemResult => ({
-  deadLetterId: i.dead_letter_id,
-  eventId: i.event_id,
-  outcome: i.outcome,
-  attempts: i.attempts,
-  lastStatus: i.last_status,
-  lastError: i.last_error,
-  finishedAt: i.finished_at?.toISOString() ?? null,
-});
+const toItem = (i: ItemRow): ReplayItemResult => ({ ...i, outcome: i.outcome as Outcome, finishedAt: i.finishedAt?.toISOString() ?? null });
 
 /** A replay with its progress, its failures (failed and skipped_unsafe, first 500) and its first 500 items. */
-export async function getReplay(id: string): Promise<Replay> {
-  const summary = await getReplaySummary(id);
-  const cols = "dead_letter_id, event_id, outcome, attempts, last_status, last_error, finished_at";
+export async function getReplay(id: string, db: Db = database()): Promise<Replay> {
+  const summary = await getReplaySummary(id, db);
+  const select = { deadLetterId: true, eventId: true, outcome: true, attempts: true, lastStatus: true, lastError: true, finishedAt: true } as const;
   const [failures, items] = await Promise.all([
-    query<ItemRow>(`SELECT ${cols} FROM replay_items WHERE replay_id = $1 AND outcome IN ('failed', 'skipped_unsafe') ORDER BY seq LIMIT 500`, [id]),
-    query<ItemRow>(`SELECT ${cols} FROM replay_items WHERE replay_id = $1 ORDER BY seq LIMIT 500`, [id]),
+    db.prisma.replayItem.findMany({ where: { replayId: id, outcome: { in: ["failed", "skipped_unsafe"] } }, orderBy: { seq: "asc" }, take: 500, select }),
+    db.prisma.replayItem.findMany({ where: { replayId: id }, orderBy: { seq: "asc" }, take: 500, select }),
   ]);
   return { ...summary, failures: failures.map(toItem), items: items.map(toItem) };
 }
 
 /** Newest first, keyset-paginated on (created_at, id). */
-export async function listReplays(input: unknown): Promise<{ items: ReplaySummary[]; nextCursor: string | null }> {
-  const q = parseOrThrow(listReplaysQuery, input);
+export async function listReplays(q: ListReplaysQuery, db: Db = database()): Promise<Page<ReplaySummary>> {
   const values: unknown[] = [];
   const p = (v: unknown) => `$${values.push(v)}`;
   const where: string[] = [];
   if (q.source) where.push(`r.source = ${p(q.source)}`);
   if (q.status) where.push(`r.status = ${p(q.status)}`);
-  if (q.cursor) {
-    const m = /^(\d{4}-\d\d-\d\dT[\d:.]+Z)_([0-9a-f-]{36})$/i.exec(Buffer.from(q.cursor, "base64url").toString("utf8"));
-    if (!m || !isInstant(m[1]) || !UUID_RE.test(m[2])) {
-      throw KeywardError.unprocessable("invalid_request", "cursor: must be a cursor from a previous page", {
-        fields: [{ field: "cursor", message: "must be a cursor from a previous page" }],
-      });
-    }
-    // created_at has microseconds, the cursor milliseconds: the row's own created_at is compared at ms.
-    where.push(`(date_trunc('milliseconds', r.created_at), r.id) < (${p(m[1])}::timestamptz, ${p(m[2])}::uuid)`);
-  }
-  const rows = await query<ReplayRow>(
+  // created_at has microseconds, the cursor milliseconds: the row's own created_at is compared at ms.
+  if (q.cursor) where.push(`(date_trunc('milliseconds', r.created_at), r.id) < (${p(q.cursor.at)}::timestamptz, ${p(q.cursor.id)}::uuid)`);
+  const rows = await db.query<ReplayRow>(
     `${SUMMARY_SQL} ${where.length ? `WHERE ${where.join(" AND ")}` : ""}
      ORDER BY date_trunc('milliseconds', r.created_at) DESC, r.id DESC LIMIT ${p(q.limit + 1)}`,
     values,
   );
-  const page = rows.slice(0, q.limit);
-  const last = page[page.length - 1];
-  return {
-    items: page.map(toSummary),
-    nextCursor:
-      rows.length > q.limit && last ? Buffer.from(`${last.created_at.toISOString()}_${last.id}`).toString("base64url") : null,
-  };
+  return pageOf(rows, q.limit, toSummary, (last) => ({ at: last.created_at.toISOString(), id: last.id }));
 }
 
 const TRANSITIONS: Record<"pause" | "resume" | "cancel", { from: ReplayStatus[]; to: ReplayStatus }> = {
@@ -304,26 +278,25 @@ const TRANSITIONS: Record<"pause" | "resume" | "cancel", { from: ReplayStatus[];
  * its next batch. Cancel also settles every item not being delivered right now as `cancelled` (its dead
  * letter back to pending, an audit `replayed` row each); items in delivery finish their attempt.
  */
-export async function changeReplay(id: string, action: keyof typeof TRANSITIONS, actor: Principal): Promise<ReplaySummary> {
+export async function changeReplay(
+  id: string,
+  action: keyof typeof TRANSITIONS,
+  actor: Principal,
+  db: Db = database(),
+): Promise<ReplaySummary> {
   if (!UUID_RE.test(id)) throw notFound(id);
   const t = TRANSITIONS[action];
-  await prisma().$transaction(async (tx) => {
-    const [row] = await tx.$queryRawUnsafe<{ status: ReplayStatus; source: string }[]>(
-      "SELECT status, source FROM replays WHERE id = $1::uuid FOR UPDATE",
-      id,
-    );
+  await withTransaction(async (tx) => {
+    // Raw SQL: Prisma has no FOR UPDATE; the lock orders this change with the executor's.
+    const [row] = await tx.query<{ status: ReplayStatus; source: string }>("SELECT status, source FROM replays WHERE id = $1::uuid FOR UPDATE", [id]);
     if (!row) throw notFound(id);
     if (!t.from.includes(row.status)) {
       throw KeywardError.conflict("invalid_state", `cannot ${action} a ${row.status} replay (only ${t.from.join(" or ")})`);
     }
-    await tx.$executeRawUnsafe(
-      `UPDATE replays SET status = $2, finished_at = CASE WHEN $2 = 'cancelled' THEN now() END WHERE id = $1::uuid`,
-      id,
-      t.to,
-    );
+    await tx.execute(`UPDATE replays SET status = $2, finished_at = CASE WHEN $2 = 'cancelled' THEN now() END WHERE id = $1::uuid`, [id, t.to]);
     let cancelledItems = 0;
     if (action === "cancel") {
-      const [{ n }] = await tx.$queryRawUnsafe<{ n: number }[]>(`${CANCEL_ITEMS_SQL} SELECT count(*)::int AS n FROM it`, id, actorOf(actor));
+      const [{ n }] = await tx.query<{ n: number }>(`${CANCEL_ITEMS_SQL} SELECT count(*)::int AS n FROM it`, [id, actorOf(actor)]);
       cancelledItems = n;
     }
     await recordAction(
@@ -337,14 +310,15 @@ export async function changeReplay(id: string, action: keyof typeof TRANSITIONS,
       },
       tx,
     );
-  }, TX);
-  return getReplaySummary(id);
+  }, { ...TX, db });
+  return getReplaySummary(id, db);
 }
 
 /**
  * Settles a cancelled replay's items that no worker is delivering (pending, or delivering with a lapsed
  * lease) as cancelled: their dead letters go back to pending, each gets an audit `replayed` row.
- * $1 = replay id, $2 = actor. Used by cancel and by the executor's sweep.
+ * $1 = replay id, $2 = actor. Used by cancel and by the executor's sweep (a replay-worker statement:
+ * raw SQL, one CTE for the three writes).
  */
 export const CANCEL_ITEMS_SQL = `
 WITH it AS (

@@ -6,6 +6,7 @@
 import { z } from "zod";
 import { sourceName } from "../claims/schema";
 import { instant, storableText } from "../http/fields";
+import { cursorParam } from "../pagination";
 
 export const CATEGORIES = ["alive", "expiring", "expired_processed", "never_processed", "in_flight"] as const;
 export const category = z.enum(CATEGORIES);
@@ -38,6 +39,8 @@ export const preflightRequest = z
   })
   .refine((v) => !(v.deadLetterIds && v.filter), { message: "send either deadLetterIds or filter, not both", path: ["filter"] });
 export type PreflightRequest = z.input<typeof preflightRequest>;
+/** Which pending dead letters a preflight classifies, parsed. */
+export type PreflightSelection = z.output<typeof preflightRequest>;
 
 export type PreflightItem = {
   deadLetterId: string;
@@ -79,11 +82,15 @@ export const startReplayRequest = z.strictObject({
   concurrency: z.number().int().min(1).max(MAX_CONCURRENCY).default(DEFAULT_CONCURRENCY),
 });
 export type StartReplayRequest = z.input<typeof startReplayRequest>;
+export type ReplayRequest = z.output<typeof startReplayRequest>;
 
 export const idempotencyKey = z
   .string()
   .min(1, "the Idempotency-Key header is required (1–255 characters)")
   .max(255, "the Idempotency-Key header must be at most 255 characters");
+
+/** POST /api/v1/replays's header: the Idempotency-Key (a missing header reads as empty, and is refused). */
+export const startReplayHeaders = z.object({ "idempotency-key": z.string().default("").pipe(idempotencyKey) });
 
 export const REPLAY_STATUSES = ["running", "paused", "cancelled", "completed"] as const;
 export type ReplayStatus = (typeof REPLAY_STATUSES)[number];
@@ -91,12 +98,16 @@ export type ReplayStatus = (typeof REPLAY_STATUSES)[number];
 export const OUTCOMES = ["pending", "delivering", "delivered", "failed", "skipped_unsafe", "cancelled"] as const;
 export type Outcome = (typeof OUTCOMES)[number];
 
+/** A replay's place in the list: its creation time (to the millisecond) and id. */
+const replayPosition = z.strictObject({ at: instant, id: z.string().regex(/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i) });
+
 export const listReplaysQuery = z.strictObject({
   source: sourceName.optional(),
   status: z.enum(REPLAY_STATUSES).optional(),
   limit: z.coerce.number().int().min(1).max(200).default(50),
-  cursor: z.string().max(200).optional(),
+  cursor: cursorParam(replayPosition).optional(),
 });
+export type ListReplaysQuery = z.output<typeof listReplaysQuery>;
 
 export type ReplaySummary = {
   id: string;

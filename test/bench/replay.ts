@@ -23,6 +23,8 @@ import { deliverOnce, RateLimiter } from "../../lib/replay/deliver";
 import { createSource } from "../../lib/sources/sources";
 import { startReceiver, type Receiver } from "../setup/receiver";
 import { startServer, type RunningServer } from "./server";
+import { createSourceRequest } from "../../lib/sources/schema";
+import { parseInput } from "../../lib/http/validate";
 
 const ACTOR = cliPrincipal();
 const SECONDS = Number(process.env.BENCH_REPLAY_SECONDS ?? 10);
@@ -184,7 +186,7 @@ export async function benchReplay(databaseUrl: string, log: (msg: string) => voi
   const t0 = performance.now();
   const loadAtStart = os.loadavg().map((l) => l.toFixed(2)).join(", ");
   const source = await createSource(
-    { name: `bench-replay-${randomBytes(3).toString("hex")}`, retryWindowSeconds: 86400, queueLagSeconds: 0, clockSkewSeconds: 0, replaySeconds: 0 },
+    parseInput(createSourceRequest, { name: `bench-replay-${randomBytes(3).toString("hex")}`, retryWindowSeconds: 86400, queueLagSeconds: 0, clockSkewSeconds: 0, replaySeconds: 0 }),
     ACTOR,
   );
   const claimsKey = await createApiKey({ name: "bench-replay-receiver", scopes: ["claims:write"] }, ACTOR);

@@ -21,6 +21,8 @@ import { sql, uniq } from "../setup/db";
 import { expireKey, makeApiKey } from "../setup/http";
 import { startReceiver, type Receiver } from "../setup/receiver";
 import { baseEnv, freePort, startKeyward, stopServer, type Server } from "../setup/server";
+import { createSourceRequest } from "../../lib/sources/schema";
+import { parseInput } from "../../lib/http/validate";
 
 const PASSWORD = "correct-horse-battery";
 const BROWSER_TEST_MS = 120_000;
@@ -86,7 +88,7 @@ async function signInTo(page: Page, role: Role, screen: "Replay" | "Sources"): P
  */
 async function seedScenario(): Promise<{ source: string; receiver: Receiver; ids: Record<string, string> }> {
   const source = uniq("rp");
-  await createSource({ name: source, preset: "stripe" }, cliPrincipal());
+  await createSource(parseInput(createSourceRequest, { name: source, preset: "stripe" }), cliPrincipal());
   const claimsKey = await makeApiKey(["claims:write"]);
   const receiver = await startReceiver({ keywardUrl: baseUrl, apiKey: claimsKey.key, source });
   receivers.push(receiver);
@@ -257,7 +259,7 @@ describe("the Replay screen in Chromium", () => {
 
   it("lets an admin set a source's replay destination and generate its signing secret, shown once", async () => {
     const source = uniq("rp-src");
-    await createSource({ name: source, preset: "stripe" }, cliPrincipal());
+    await createSource(parseInput(createSourceRequest, { name: source, preset: "stripe" }), cliPrincipal());
     const { page, errors } = await openPage();
     await signInTo(page, "admin", "Sources");
     const card = page.getByRole("article", { name: source });

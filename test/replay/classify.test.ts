@@ -95,7 +95,7 @@ describe("classifyOne: no live key", () => {
   it("never_processed when never claimed (no key, no audit rows)", () => {
     const c = classify(undefined, undefined);
     expect(c.category).toBe("never_processed");
-    expect(c.reason).toMatch(/never claimed/);
+    expect(c.reason).toMatch(/no one ever claimed it/);
   });
 
   it("an expired key whose newest deciding row is a release: never_processed", () => {

@@ -7,6 +7,8 @@ import { createPreflight } from "../../lib/replay/preflight";
 import { startReplay } from "../../lib/replay/replays";
 import { makeSource, sql, uniq } from "../setup/db";
 import { readyForReplay, seedDeadLetters } from "../setup/replay";
+import { startReplayRequest } from "../../lib/replay/schema";
+import { parseInput } from "../../lib/http/validate";
 
 const BIN = path.resolve(import.meta.dirname, "../../bin/keyward.cjs");
 
@@ -24,7 +26,7 @@ describe("keyward replay", { timeout: 240_000 }, () => {
     await readyForReplay(source, "http://127.0.0.1:9/never");
     await seedDeadLetters(source, [uniq("a"), uniq("b")]);
     const pf = await createPreflight({ source }, cliPrincipal());
-    const { replayId } = await startReplay({ preflightId: pf.preflightId, include: ["never_processed"] }, uniq("k"), cliPrincipal());
+    const { replayId } = await startReplay(parseInput(startReplayRequest, { preflightId: pf.preflightId, include: ["never_processed"] }), uniq("k"), cliPrincipal());
 
     const list = await keyward("replay", "list", "--source", source);
     expect(list.code).toBe(0);

@@ -15,6 +15,8 @@ import { getReplay, startReplay } from "../../lib/replay/replays";
 import { afterAttempt, batchSize, startReplayWorker, type ReplayWorker } from "../../lib/replay/executor";
 import { makeSource, sql, uniq } from "../setup/db";
 import { readyForReplay, seedDeadLetters, setKeyExpiry } from "../setup/replay";
+import { startReplayRequest } from "../../lib/replay/schema";
+import { parseInput } from "../../lib/http/validate";
 
 const ACTOR = cliPrincipal();
 
@@ -110,7 +112,7 @@ describe("the executor", () => {
     const { source, rx, events } = await setup(12, 5);
     const pf = await createPreflight({ source }, ACTOR);
     expect(pf.counts).toMatchObject({ alive: 5, never_processed: 7 });
-    const { replayId } = await startReplay({ preflightId: pf.preflightId, include: ["alive", "never_processed"], ratePerSecond: 200 }, uniq("k"), ACTOR);
+    const { replayId } = await startReplay(parseInput(startReplayRequest, { preflightId: pf.preflightId, include: ["alive", "never_processed"], ratePerSecond: 200 }), uniq("k"), ACTOR);
     worker();
     await until("completion", async () => (await getReplay(replayId)).status === "completed");
     const r = await getReplay(replayId);
@@ -135,7 +137,7 @@ describe("the executor", () => {
   it("retries a failing delivery with backoff until delivered; an item whose key lapsed before its send is skipped as unsafe", async () => {
     const { source, rx, events } = await setup(4, 1);
     const pf = await createPreflight({ source }, ACTOR);
-    const { replayId } = await startReplay({ preflightId: pf.preflightId, include: ["alive", "never_processed"], concurrency: 1 }, uniq("k"), ACTOR);
+    const { replayId } = await startReplay(parseInput(startReplayRequest, { preflightId: pf.preflightId, include: ["alive", "never_processed"], concurrency: 1 }), uniq("k"), ACTOR);
     // events[0] was processed: its key lapses after the preflight → unsafe at send time.
     await setKeyExpiry(source, events[0], -1);
     rx.failFirst.add(events[1]);
@@ -160,7 +162,7 @@ describe("the executor", () => {
   it("a worker stopped mid-replay loses nothing: its items go back, another worker finishes, nothing processed twice", async () => {
     const { source, rx, events } = await setup(20, 0);
     const pf = await createPreflight({ source }, ACTOR);
-    const { replayId } = await startReplay({ preflightId: pf.preflightId, include: ["never_processed"], ratePerSecond: 5, concurrency: 2 }, uniq("k"), ACTOR);
+    const { replayId } = await startReplay(parseInput(startReplayRequest, { preflightId: pf.preflightId, include: ["never_processed"], ratePerSecond: 5, concurrency: 2 }), uniq("k"), ACTOR);
     const first = worker();
     await until("a few deliveries", async () => (await getReplay(replayId)).counts.delivered >= 3);
     await first.stop();
@@ -179,7 +181,7 @@ describe("the executor", () => {
   it("pause stops a replay within a batch and resume finishes it", async () => {
     const { source } = await setup(10, 0);
     const pf = await createPreflight({ source }, ACTOR);
-    const { replayId } = await startReplay({ preflightId: pf.preflightId, include: ["never_processed"], ratePerSecond: 4, concurrency: 1 }, uniq("k"), ACTOR);
+    const { replayId } = await startReplay(parseInput(startReplayRequest, { preflightId: pf.preflightId, include: ["never_processed"], ratePerSecond: 4, concurrency: 1 }), uniq("k"), ACTOR);
     const { changeReplay } = await import("../../lib/replay/replays");
     worker();
     await until("first delivery", async () => (await getReplay(replayId)).counts.delivered >= 1);
@@ -198,7 +200,7 @@ describe("the executor", () => {
   it("a dead worker's leases lapse and another worker takes its items over (crash recovery)", async () => {
     const { source, rx, events } = await setup(6, 0);
     const pf = await createPreflight({ source }, ACTOR);
-    const { replayId } = await startReplay({ preflightId: pf.preflightId, include: ["never_processed"], ratePerSecond: 100 }, uniq("k"), ACTOR);
+    const { replayId } = await startReplay(parseInput(startReplayRequest, { preflightId: pf.preflightId, include: ["never_processed"], ratePerSecond: 100 }), uniq("k"), ACTOR);
     // As a killed server leaves it: the replay and three items held by a worker that will never come back.
     await sql("UPDATE replays SET worker = 'dead', worker_lease_until = now() + interval '1 second' WHERE id = $1", [replayId]);
     await sql(
@@ -216,7 +218,7 @@ describe("the executor", () => {
   it("two workers on one replay: one drives it, every item is delivered and audited exactly once", async () => {
     const { source, rx } = await setup(30, 0);
     const pf = await createPreflight({ source }, ACTOR);
-    const { replayId } = await startReplay({ preflightId: pf.preflightId, include: ["never_processed"], ratePerSecond: 100, concurrency: 8 }, uniq("k"), ACTOR);
+    const { replayId } = await startReplay(parseInput(startReplayRequest, { preflightId: pf.preflightId, include: ["never_processed"], ratePerSecond: 100, concurrency: 8 }), uniq("k"), ACTOR);
     worker({ workerId: "w1" });
     worker({ workerId: "w2" });
     await until("completion", async () => (await getReplay(replayId)).status === "completed");
@@ -232,7 +234,7 @@ describe("the executor", () => {
   it("cancel stops a running replay within a batch: every item ends delivered or cancelled, none lost", async () => {
     const { source, rx } = await setup(12, 0);
     const pf = await createPreflight({ source }, ACTOR);
-    const { replayId } = await startReplay({ preflightId: pf.preflightId, include: ["never_processed"], ratePerSecond: 4, concurrency: 1 }, uniq("k"), ACTOR);
+    const { replayId } = await startReplay(parseInput(startReplayRequest, { preflightId: pf.preflightId, include: ["never_processed"], ratePerSecond: 4, concurrency: 1 }), uniq("k"), ACTOR);
     const { changeReplay } = await import("../../lib/replay/replays");
     worker();
     await until("first delivery", async () => (await getReplay(replayId)).counts.delivered >= 1);

@@ -21,6 +21,8 @@ import { makeSource, uniq } from "../setup/db";
 import { makeApiKey, post } from "../setup/http";
 import { startReceiver, type Delivery, type Receiver } from "../setup/receiver";
 import { readyForReplay } from "../setup/replay";
+import { startReplayRequest } from "../../lib/replay/schema";
+import { parseInput } from "../../lib/http/validate";
 
 const ACTOR = cliPrincipal();
 let claimApi: http.Server;
@@ -78,7 +80,7 @@ async function replayAll(letters: Letter[]): Promise<{ rx: Receiver; byEvent: Ma
 
   const pf = await createPreflight({ source }, ACTOR);
   expect(pf.counts).toMatchObject({ never_processed: letters.length });
-  const { replayId } = await startReplay({ preflightId: pf.preflightId, include: ["never_processed"], ratePerSecond: 200 }, uniq("k"), ACTOR);
+  const { replayId } = await startReplay(parseInput(startReplayRequest, { preflightId: pf.preflightId, include: ["never_processed"], ratePerSecond: 200 }), uniq("k"), ACTOR);
   workers.push(startReplayWorker({ pollMs: 50, leaseSeconds: 5, timeoutMs: 5000, log: (m) => console.error(`[worker] ${m}`) }));
   const end = Date.now() + 30_000;
   while ((await getReplay(replayId)).status !== "completed") {

@@ -10,6 +10,8 @@ import { cliPrincipal } from "../../lib/auth/principal";
 import { createPreflight, extendPreflight, getPreflight } from "../../lib/replay/preflight";
 import { makeSource, sql, uniq } from "../setup/db";
 import { seedDeadLetters, setKeyExpiry } from "../setup/replay";
+import { parseInput } from "../../lib/http/validate";
+import { preflightRequest } from "../../lib/replay/schema";
 
 const ACTOR = cliPrincipal();
 const HOUR = 3600;
@@ -106,7 +108,8 @@ describe("createPreflight", () => {
       [{ source, extra: true }, /extra/],
     ];
     for (const [input, msg] of bad) {
-      await expect(createPreflight(input, ACTOR), JSON.stringify(input)).rejects.toMatchObject({ status: 422, message: expect.stringMatching(msg) });
+      // Refused by the schema POST /api/v1/replays/preflight parses with, before createPreflight.
+      expect(() => parseInput(preflightRequest, input), JSON.stringify(input)).toThrow(expect.objectContaining({ status: 422, message: expect.stringMatching(msg) }));
     }
     await expect(createPreflight({ source: "no-such-source-pf" }, ACTOR)).rejects.toMatchObject({ status: 404 });
     await expect(getPreflight("not-a-uuid")).rejects.toMatchObject({ status: 404 });

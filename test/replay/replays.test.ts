@@ -245,9 +245,9 @@ describe("GET /api/v1/replays and GET /api/v1/dead-letters", () => {
     const page1 = await call(listRoute, { key, path: `/api/v1/replays?source=${source}&limit=1` });
     expect(page1.status).toBe(200);
     expect(page1.body.items.map((r: { id: string }) => r.id)).toEqual([ids[1]]);
-    const page2 = await call(listRoute, { key, path: `/api/v1/replays?source=${source}&limit=1&cursor=${page1.body.nextCursor}` });
+    const page2 = await call(listRoute, { key, path: `/api/v1/replays?source=${source}&limit=1&cursor=${page1.body.next}` });
     expect(page2.body.items.map((r: { id: string }) => r.id)).toEqual([ids[0]]);
-    expect(page2.body.nextCursor).toBeNull();
+    expect(page2.body.next).toBeNull();
     const none = await call(listRoute, { key, path: `/api/v1/replays?source=${source}&status=completed` });
     expect(none.body.items).toEqual([]);
     expect((await call(listRoute, { key, path: "/api/v1/replays?status=bogus" })).status).toBe(422);
@@ -275,7 +275,7 @@ describe("GET /api/v1/replays and GET /api/v1/dead-letters", () => {
         });
         expect(res.status).toBe(200);
         seen.push(...res.body.items.map((i: any) => i.eventId));
-        cursor = res.body.nextCursor;
+        cursor = res.body.next;
       } while (cursor);
       expect(seen.length, sort).toBe(5);
       expect(new Set(seen).size).toBe(5);

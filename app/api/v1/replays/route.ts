@@ -3,19 +3,18 @@
  * 202 { replayId, total }; the same key and body again → 202 with the same replayId; the same key with
  * another body → 422 idempotency_key_reused; 409 preflight_stale / extension_required; 422 force_required
  * (expired_processed without force.reason) / in_flight_not_replayable.
- * GET /api/v1/replays?source&status&limit&cursor — replays, newest first (read).
+ * GET /api/v1/replays?source&status&limit&cursor — replays, newest first, `{ items, next }` (read).
  */
 import { listReplays, startReplay } from "@/lib/replay/replays";
-import { json, readJson, route } from "@/lib/http/route";
+import { listReplaysQuery, startReplayHeaders, startReplayRequest } from "@/lib/replay/schema";
+import { json, route } from "@/lib/http/route";
 
 export const POST = route(
-  async ({ req, principal }) => {
-    const started = await startReplay(await readJson(req), req.headers.get("idempotency-key"), principal);
+  async ({ headers, body, principal }) => {
+    const started = await startReplay(body, headers["idempotency-key"], principal);
     return json({ replayId: started.replayId, total: started.total }, 202);
   },
-  { allow: ["operator"] },
+  { allow: ["operator"], headers: startReplayHeaders, body: startReplayRequest },
 );
 
-export const GET = route(async ({ req }) => json(await listReplays(Object.fromEntries(new URL(req.url).searchParams))), {
-  allow: ["read"],
-});
+export const GET = route(async ({ query }) => json(await listReplays(query)), { allow: ["read"], query: listReplaysQuery });

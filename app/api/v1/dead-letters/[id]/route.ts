@@ -2,4 +2,4 @@
 import { getDeadLetter } from "@/lib/deadletters/list";
 import { json, route } from "@/lib/http/route";
 
-export const GET = route<{ id: string }>(async ({ params }) => json(await getDeadLetter(params.id)), { allow: ["read"] });
+export const GET = route(async ({ params }) => json(await getDeadLetter(params.id)), { allow: ["read"] });

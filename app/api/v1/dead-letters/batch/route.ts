@@ -5,11 +5,11 @@
  * { items: [...] } is a 422; a body over 16 MiB a 413.
  */
 import { actorOf } from "@/lib/auth/principal";
-import { recordDeadLettersBody } from "@/lib/deadletters/intake";
-import { MAX_BATCH_BODY_BYTES } from "@/lib/deadletters/schema";
-import { json, readJsonBody, route } from "@/lib/http/route";
+import { recordDeadLetters } from "@/lib/deadletters/intake";
+import { deadLetterBatch, MAX_BATCH_BODY_BYTES } from "@/lib/deadletters/schema";
+import { json, route } from "@/lib/http/route";
 
 export const POST = route(
-  async ({ req, principal }) => json({ results: await recordDeadLettersBody(await readJsonBody(req, MAX_BATCH_BODY_BYTES), actorOf(principal)) }),
-  { allow: ["deadletters:write", "operator"] },
+  async ({ body, bodyBytes, principal }) => json({ results: await recordDeadLetters(body, actorOf(principal), bodyBytes) }),
+  { allow: ["deadletters:write", "operator"], body: deadLetterBatch, keepBodyBytes: true, maxBodyBytes: MAX_BATCH_BODY_BYTES },
 );

@@ -2,4 +2,4 @@
 import { getReplay } from "@/lib/replay/replays";
 import { json, route } from "@/lib/http/route";
 
-export const GET = route<{ id: string }>(async ({ params }) => json(await getReplay(params.id)), { allow: ["read"] });
+export const GET = route(async ({ params }) => json(await getReplay(params.id)), { allow: ["read"] });

@@ -3,8 +3,10 @@
  * filter takes them all) for a replay, and store the result for 15 minutes (operators): 201 Preflight.
  */
 import { createPreflight } from "@/lib/replay/preflight";
-import { json, readJson, route } from "@/lib/http/route";
+import { preflightRequest } from "@/lib/replay/schema";
+import { json, route } from "@/lib/http/route";
 
-export const POST = route(async ({ req, principal }) => json(await createPreflight(await readJson(req), principal), 201), {
+export const POST = route(async ({ body, principal }) => json(await createPreflight(body, principal), 201), {
   allow: ["operator"],
+  body: preflightRequest,
 });

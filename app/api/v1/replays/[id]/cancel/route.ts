@@ -2,6 +2,6 @@
 import { changeReplay } from "@/lib/replay/replays";
 import { json, route } from "@/lib/http/route";
 
-export const POST = route<{ id: string }>(async ({ params, principal }) => json(await changeReplay(params.id, "cancel", principal)), {
+export const POST = route(async ({ params, principal }) => json(await changeReplay(params.id, "cancel", principal)), {
   allow: ["operator"],
 });

@@ -2,4 +2,4 @@
 import { getPreflight } from "@/lib/replay/preflight";
 import { json, route } from "@/lib/http/route";
 
-export const GET = route<{ id: string }>(async ({ params }) => json(await getPreflight(params.id)), { allow: ["read"] });
+export const GET = route(async ({ params }) => json(await getPreflight(params.id)), { allow: ["read"] });

@@ -6,6 +6,6 @@
 import { extendPreflight } from "@/lib/replay/preflight";
 import { json, route } from "@/lib/http/route";
 
-export const POST = route<{ id: string }>(async ({ params, principal }) => json(await extendPreflight(params.id, principal)), {
+export const POST = route(async ({ params, principal }) => json(await extendPreflight(params.id, principal)), {
   allow: ["operator"],
 });
