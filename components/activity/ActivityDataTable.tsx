@@ -21,7 +21,7 @@ export function ActivityDataTable({ filters }: { filters: ActionFilters }) {
   if (!data) {
     return <ErrorBox title="The action log could not be loaded" error={error} onRetry={() => void refetch()} retrying={isFetching} />;
   }
-  const actions = data.pages.flatMap((p) => p.actions);
+  const actions = data.pages.flatMap((p) => p.items);
   if (actions.length === 0) {
     return (
       <EmptyState title={filters.actor || filters.action ? "No action matches" : "No action yet"}>

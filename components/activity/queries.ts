@@ -4,7 +4,7 @@ import { api, retryUnlessClientError } from "@/components/api";
 import type { ActionRecord } from "@/lib/audit/actions";
 
 export type { ActionRecord };
-export type ActionPage = { actions: ActionRecord[]; next: string | null };
+export type ActionPage = { items: ActionRecord[]; next: string | null };
 /** Exact matches, as the server filters: actor like `user:alice`, action like `user.create`. */
 export type ActionFilters = { actor?: string; action?: string };
 
@@ -20,7 +20,7 @@ export function actionsQuery(filters: ActionFilters) {
     queryKey: activityKeys.list(filters),
     queryFn: ({ pageParam, signal }) => {
       const params = new URLSearchParams({ limit: String(PAGE_SIZE) });
-      if (pageParam) params.set("before", pageParam);
+      if (pageParam) params.set("cursor", pageParam);
       if (filters.actor) params.set("actor", filters.actor);
       if (filters.action) params.set("action", filters.action);
       return api<ActionPage>(`/api/v1/actions?${params}`, { signal });

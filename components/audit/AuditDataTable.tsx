@@ -34,7 +34,7 @@ export function AuditDataTable({ filters }: { filters: AuditSearchFilters }) {
       {formatDateTime(data.range.from)} – {data.range.to ? formatDateTime(data.range.to) : "now"}
     </span>
   );
-  if (data.rows.length === 0 && pageNo === 1) {
+  if (data.items.length === 0 && pageNo === 1) {
     return (
       <EmptyState title="No audit row matches">
         <p>
@@ -49,13 +49,13 @@ export function AuditDataTable({ filters }: { filters: AuditSearchFilters }) {
       {error && <ErrorBox title="Loading that page failed" error={error} onRetry={() => void refetch()} retrying={isFetching} />}
       <div className="load-more">
         <span className="muted" aria-live="polite">
-          Page {pageNo} · {data.rows.length} row{data.rows.length === 1 ? "" : "s"} · {range}
+          Page {pageNo} · {data.items.length} row{data.items.length === 1 ? "" : "s"} · {range}
         </span>
         <a className="button" href={exportUrl(filters)} download>
           Export CSV
         </a>
       </div>
-      <AuditTable rows={data.rows} />
+      <AuditTable rows={data.items} />
       <nav className="load-more" aria-label="Pages">
         <button type="button" className="button" onClick={() => setCursors(cursors.slice(0, -1))} disabled={pageNo === 1 || isFetching}>
           Previous page

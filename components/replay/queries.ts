@@ -30,7 +30,7 @@ export function deadLettersQuery(filters: DeadLetterFilters) {
       return api<DeadLetterPage>(`/api/v1/dead-letters?${params}`, { signal });
     },
     initialPageParam: null as string | null,
-    getNextPageParam: (last) => last.nextCursor,
+    getNextPageParam: (last) => last.next,
     retry: retryUnlessClientError,
   });
 }
@@ -51,7 +51,7 @@ export function keyRiskQuery(source: string | undefined) {
 export function replaysQuery() {
   return queryOptions({
     queryKey: replayKeys.replays(),
-    queryFn: ({ signal }) => api<{ items: ReplaySummary[]; nextCursor: string | null }>("/api/v1/replays", { signal }),
+    queryFn: ({ signal }) => api<{ items: ReplaySummary[]; next: string | null }>("/api/v1/replays", { signal }),
     retry: retryUnlessClientError,
     refetchInterval: 10_000,
   });

@@ -4,10 +4,9 @@
  * explained by explainEvent (pure). Works for keys pruned long ago: the history outlives them.
  */
 import { query, type PreparedSql } from "../db/sql";
-import { parseOrThrow } from "../http/validate";
 import { explainEvent } from "./explain";
 import { AUDIT_COLUMNS, auditRetentionDays, toAuditRow } from "./search";
-import { eventParams, type EventAnswer, type KeyRow } from "./schema";
+import type { EventAnswer, KeyRow } from "./schema";
 
 export const TIMELINE_LIMIT = 1000;
 
@@ -37,8 +36,7 @@ type KeyDbRow = {
   last_duplicate_at: Date | null;
 };
 
-export async function getEventAnswer(input: { source: string; eventId: string }): Promise<EventAnswer> {
-  const { source, eventId } = parseOrThrow(eventParams, input);
+export async function getEventAnswer({ source, eventId }: { source: string; eventId: string }): Promise<EventAnswer> {
   const retentionDays = auditRetentionDays();
   const [keyRows, timelineRows] = await Promise.all([
     query<KeyDbRow>(KEY_SQL, [source, eventId]),

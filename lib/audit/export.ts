@@ -11,8 +11,8 @@
  */
 import { stringify } from "csv-stringify/sync";
 import { query } from "../db/sql";
-import { auditPageSql, auditRetentionDays, cursorOf, resolveRange, toAuditRow } from "./search";
-import type { AuditFilters, AuditRow } from "./schema";
+import { auditPageSql, auditRetentionDays, positionOf, resolveRange, toAuditRow } from "./search";
+import type { AuditFilters, AuditPosition, AuditRow } from "./schema";
 
 export const EXPORT_BATCH = 1000;
 export const CSV_COLUMNS = ["id", "at", "source", "event_id", "event_type", "kind", "actor", "detail"] as const;
@@ -58,8 +58,8 @@ export async function exportAuditCsv(f: AuditFilters, o: ExportOptions = {}): Pr
   const batchSize = o.batchSize ?? EXPORT_BATCH;
   const range = resolveRange(f, o.now ?? new Date(), auditRetentionDays());
   const encoder = new TextEncoder();
-  const readBatch = async (cursor: string | undefined) => {
-    const { values, ...sql } = auditPageSql(f, range, cursor, batchSize);
+  const readBatch = async (after: AuditPosition | undefined) => {
+    const { values, ...sql } = auditPageSql(f, range, after, batchSize);
     const rows = (await query<Parameters<typeof toAuditRow>[0]>(sql, values)).map(toAuditRow);
     o.onBatch?.(rows.length);
     return rows;
@@ -79,7 +79,7 @@ export async function exportAuditCsv(f: AuditFilters, o: ExportOptions = {}): Pr
           return;
         }
         try {
-          pending = await readBatch(cursorOf(rows[rows.length - 1]));
+          pending = await readBatch(positionOf(rows[rows.length - 1]));
         } catch (err) {
           // Headers are sent: the only honest signal left is an aborted (truncated) response.
           controller.error(err);

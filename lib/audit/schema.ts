@@ -5,6 +5,7 @@
 import { z } from "zod";
 import { eventId, eventType, sourceName } from "../claims/schema";
 import { instant, isInstant, storableText } from "../http/fields";
+import { cursorParam, type Page } from "../pagination";
 
 /**
  * The kinds Keyward writes today. The kind filter is open (any well-formed kind is accepted, so a kind a
@@ -32,23 +33,19 @@ export const DEFAULT_RANGE_DAYS = 30;
 export const MAX_PAGE = 500;
 
 const MAX_BIGINT = 2n ** 63n - 1n;
-/** `<at with microseconds, UTC>_<id>`: the last row of the previous page. */
-const CURSOR = /^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d{1,6})?Z)_(\d{1,19})$/;
+/** An audit row's time as the API writes it: UTC with microseconds. */
+const ROW_TIME = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d{1,6})?Z$/;
 
-export const auditCursor = z
-  .string()
-  .regex(CURSOR, "must be a cursor from a previous page")
-  .refine((c) => {
-    // zod runs this after a failed regex too: re-match before reading the parts.
-    const m = CURSOR.exec(c);
-    return m !== null && isInstant(m[1]) && BigInt(m[2]) <= MAX_BIGINT;
-  }, "must be a cursor from a previous page");
-
-export function parseCursor(cursor: string): { at: string; id: string } {
-  const m = CURSOR.exec(cursor);
-  if (!m) throw new Error("not a cursor");
-  return { at: m[1], id: m[2] };
-}
+/**
+ * A row's place in the history, newest first: its exact time and id (the primary key), so a page never
+ * skips or repeats a row. The cursor of the audit search and of the operator action log.
+ */
+export const auditPosition = z.strictObject({
+  at: z.string().regex(ROW_TIME).refine(isInstant),
+  id: z.string().regex(/^\d{1,19}$/).refine((id) => BigInt(id) <= MAX_BIGINT),
+});
+export type AuditPosition = z.output<typeof auditPosition>;
+export const auditCursor = cursorParam(auditPosition);
 
 /** The filters common to a search and its CSV export. Everything matches exactly except eventIdPrefix. */
 export const auditFilters = z.strictObject({
@@ -84,13 +81,8 @@ export type AuditRow = {
   detail: Record<string, unknown> | null;
 };
 
-export type AuditPage = {
-  rows: AuditRow[];
-  /** Pass as `cursor` for the next (older) page; null on the last page. */
-  next: string | null;
-  /** The time range searched, defaults filled in. */
-  range: { from: string; to: string | null };
-};
+/** A page of rows (`next`: pass as `cursor` for the next, older page), and the time range searched, defaults filled in. */
+export type AuditPage = Page<AuditRow> & { range: { from: string; to: string | null } };
 
 export const eventParams = z.strictObject({ source: sourceName, eventId });
 

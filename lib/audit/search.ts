@@ -6,9 +6,10 @@
  */
 import { loadEnv } from "../config/env";
 import { createHash } from "node:crypto";
-import { query, type PreparedSql } from "../db/sql";
+import { query, type PreparedSql, type Queryable } from "../db/sql";
 import { KeywardError } from "../errors";
-import { DEFAULT_RANGE_DAYS, parseCursor, type AuditFilters, type AuditPage, type AuditRow, type AuditSearchQuery } from "./schema";
+import { pageOf } from "../pagination";
+import { DEFAULT_RANGE_DAYS, type AuditFilters, type AuditPage, type AuditPosition, type AuditRow, type AuditSearchQuery } from "./schema";
 
 const DAY_MS = 86400 * 1000;
 
@@ -62,11 +63,14 @@ export function toAuditRow(r: DbRow): AuditRow {
   return { id: r.id, at: r.at, source: r.source, eventId: r.event_id, eventType: r.event_type, kind: r.kind, actor: r.actor, detail: r.detail };
 }
 
-/** The SELECT of one page: filters, range, cursor, newest first. */
+/**
+ * The SELECT of one page: filters, range, the position to start after, newest first. Raw SQL: a keyset
+ * condition on the (at, id) row value, prepared per filter combination (below).
+ */
 export function auditPageSql(
   f: AuditFilters,
   range: { from: Date; to: Date | null },
-  cursor: string | undefined,
+  after: AuditPosition | undefined,
   limit: number,
 ): PreparedSql & { values: unknown[] } {
   const values: unknown[] = [];
@@ -79,28 +83,23 @@ export function auditPageSql(
   if (f.eventType) where.push(`event_type = ${p(f.eventType)}`);
   if (f.kind) where.push(`kind = ${p(f.kind)}`);
   if (f.actor) where.push(`actor = ${p(f.actor)}`);
-  if (cursor) {
-    const c = parseCursor(cursor);
-    where.push(`(at, id) < (${p(c.at)}::timestamptz, ${p(c.id)}::bigint)`);
-  }
+  if (after) where.push(`(at, id) < (${p(after.at)}::timestamptz, ${p(after.id)}::bigint)`);
   const text = `SELECT ${AUDIT_COLUMNS} FROM audit_events WHERE ${where.join(" AND ")} ORDER BY audit_events.at DESC, audit_events.id DESC LIMIT ${p(limit)}`;
   // Prepared per connection, one name per filter combination: planning a statement over a year of
   // partitions and their indexes costs more than running it (docs/benchmarks.md#audit-search).
   return { name: `keyward_audit_${createHash("sha1").update(text).digest("hex").slice(0, 16)}`, text, values };
 }
 
-export const cursorOf = (r: AuditRow) => `${r.at}_${r.id}`;
+/** A row's position, for the next page's cursor. */
+export const positionOf = (r: AuditRow): AuditPosition => ({ at: r.at, id: r.id });
 
 /** One page of a search. `now` is the server's clock (the range defaults are computed from it). */
-export async function searchAudit(q: AuditSearchQuery, now = new Date()): Promise<AuditPage> {
+export async function searchAudit(q: AuditSearchQuery, now = new Date(), on?: Queryable): Promise<AuditPage> {
   const range = resolveRange(q, now, auditRetentionDays());
   const { values, ...sql } = auditPageSql(q, range, q.cursor, q.limit + 1);
-  const rows = (await query<DbRow>(sql, values)).map(toAuditRow);
-  const page = rows.slice(0, q.limit);
-  const last = page[page.length - 1];
+  const rows = (await query<DbRow>(sql, values, on)).map(toAuditRow);
   return {
-    rows: page,
-    next: rows.length > q.limit && last ? cursorOf(last) : null,
+    ...pageOf(rows, q.limit, (r) => r, positionOf),
     range: { from: range.from.toISOString(), to: range.to?.toISOString() ?? null },
   };
 }

@@ -55,26 +55,26 @@ describe("searching the audit history", () => {
     await completeClaim({ source, eventId: "evt_b1", claimToken: leased.claimToken! }, { actor: "apikey:worker" });
 
     const all = await search({ source });
-    expect(all.rows.map((r) => [r.eventId, r.kind])).toEqual([
+    expect(all.items.map((r) => [r.eventId, r.kind])).toEqual([
       ["evt_b1", "completed"],
       ["evt_b1", "claimed"],
       ["evtXa2", "claimed"],
       ["evt_a1", "claimed"],
     ]);
     expect(all.next).toBeNull();
-    expect(all.rows[3]).toMatchObject({ source, eventType: "invoice.paid", actor: "apikey:billing" });
-    expect(all.rows[3].detail).toHaveProperty("expiresAt");
-    expect(all.rows[3].at).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z$/);
+    expect(all.items[3]).toMatchObject({ source, eventType: "invoice.paid", actor: "apikey:billing" });
+    expect(all.items[3].detail).toHaveProperty("expiresAt");
+    expect(all.items[3].at).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z$/);
 
-    expect((await search({ source, eventId: "evt_b1" })).rows.map((r) => r.kind)).toEqual(["completed", "claimed"]);
+    expect((await search({ source, eventId: "evt_b1" })).items.map((r) => r.kind)).toEqual(["completed", "claimed"]);
     expect((await search({ eventId: "evt_b1", source })).range.from).toBeTruthy();
     // "_" is literal in a prefix: evtXa2 does not match evt_
-    expect((await search({ source, eventIdPrefix: "evt_" })).rows.map((r) => r.eventId).sort()).toEqual(["evt_a1", "evt_b1", "evt_b1"]);
-    expect((await search({ source, eventType: "charge.failed", kind: "completed" })).rows).toHaveLength(1);
-    expect((await search({ source, actor: "apikey:billing" })).rows).toHaveLength(2);
-    expect((await search({ source, kind: "some_future_kind" })).rows).toHaveLength(0);
+    expect((await search({ source, eventIdPrefix: "evt_" })).items.map((r) => r.eventId).sort()).toEqual(["evt_a1", "evt_b1", "evt_b1"]);
+    expect((await search({ source, eventType: "charge.failed", kind: "completed" })).items).toHaveLength(1);
+    expect((await search({ source, actor: "apikey:billing" })).items).toHaveLength(2);
+    expect((await search({ source, kind: "some_future_kind" })).items).toHaveLength(0);
     // an event id alone (no source) is served by the event_id index
-    expect((await search({ eventId: "evtXa2" })).rows.some((r) => r.source === source)).toBe(true);
+    expect((await search({ eventId: "evtXa2" })).items.some((r) => r.source === source)).toBe(true);
   });
 
   it("returns every row exactly once across pages while new rows keep arriving (ties on `at` broken by id)", async () => {
@@ -86,7 +86,7 @@ describe("searching the audit history", () => {
     let pages = 0;
     do {
       const page = await search({ source, limit: 40, ...(cursor ? { cursor } : {}) });
-      seen.push(...page.rows.map((r) => r.id));
+      seen.push(...page.items.map((r) => r.id));
       cursor = page.next ?? undefined;
       pages++;
       await insertAudit(source, 7, { prefix: `new-${pages}-` }); // newer than everything already paged
@@ -103,9 +103,9 @@ describe("searching the audit history", () => {
     await insertAudit(source, 5);
     const first = await call(baseUrl, "GET", `/api/v1/audit?source=${source}&limit=3`, { cookie: viewer.cookie });
     expect(first.status).toBe(200);
-    expect(first.body.rows).toHaveLength(3);
+    expect(first.body.items).toHaveLength(3);
     const second = await get(`/api/v1/audit?source=${source}&limit=3&cursor=${encodeURIComponent(first.body.next)}`);
-    expect(second.body.rows).toHaveLength(2);
+    expect(second.body.items).toHaveLength(2);
     expect(second.body.next).toBeNull();
 
     const cases: [string, RegExp][] = [

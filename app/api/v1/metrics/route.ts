@@ -7,12 +7,5 @@
 import { getMetricsHistory } from "@/lib/metrics/history";
 import { metricsQuery } from "@/lib/metrics/schema";
 import { json, route } from "@/lib/http/route";
-import { parseOrThrow } from "@/lib/http/validate";
 
-export const GET = route(
-  async ({ req }) => {
-    const q = parseOrThrow(metricsQuery, Object.fromEntries(new URL(req.url).searchParams));
-    return json(await getMetricsHistory(q));
-  },
-  { allow: ["read"] },
-);
+export const GET = route(async ({ query }) => json(await getMetricsHistory(query)), { allow: ["read"], query: metricsQuery });

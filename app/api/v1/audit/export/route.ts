@@ -5,13 +5,11 @@
  */
 import { exportAuditCsv } from "@/lib/audit/export";
 import { auditFilters } from "@/lib/audit/schema";
-import { parseOrThrow } from "@/lib/http/validate";
 import { route } from "@/lib/http/route";
 
 export const GET = route(
-  async ({ req }) => {
-    const f = parseOrThrow(auditFilters, Object.fromEntries(new URL(req.url).searchParams));
-    const body = await exportAuditCsv(f);
+  async ({ query }) => {
+    const body = await exportAuditCsv(query);
     const stamp = new Date().toISOString().replace(/[:.]/g, "-");
     return new Response(body, {
       headers: {
@@ -21,5 +19,5 @@ export const GET = route(
       },
     });
   },
-  { allow: ["read"] },
+  { allow: ["read"], query: auditFilters },
 );

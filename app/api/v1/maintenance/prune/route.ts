@@ -9,22 +9,19 @@
 import { listPruneRuns, pruneNow } from "@/lib/retention/prune";
 import { readDedupMode } from "@/lib/claims/mode";
 import { listPruneRunsQuery, pruneRequest } from "@/lib/retention/prune-schema";
-import { parseOrThrow } from "@/lib/http/validate";
-import { clientAddress, json, readOptionalJson, route } from "@/lib/http/route";
+import { clientAddress, json, route } from "@/lib/http/route";
 
 export const GET = route(
-  async ({ req }) => {
-    const q = parseOrThrow(listPruneRunsQuery, Object.fromEntries(new URL(req.url).searchParams));
-    const [runs, mode] = await Promise.all([listPruneRuns(q.limit), readDedupMode()]);
+  async ({ query }) => {
+    const [runs, mode] = await Promise.all([listPruneRuns(query.limit), readDedupMode()]);
     return json({ runs, mode });
   },
-  { allow: ["read"] },
+  { allow: ["read"], query: listPruneRunsQuery },
 );
 
-export const POST = route(
-  async ({ req, principal }) => {
-    const options = parseOrThrow(pruneRequest, await readOptionalJson(req, 4096));
-    return json(await pruneNow(principal, "api", options, clientAddress(req)));
-  },
-  { allow: ["operator"] },
-);
+export const POST = route(async ({ req, body, principal }) => json(await pruneNow(principal, "api", body, clientAddress(req))), {
+  allow: ["operator"],
+  body: pruneRequest,
+  optionalBody: true,
+  maxBodyBytes: 4096,
+});

@@ -5,9 +5,7 @@
  * key was pruned. Viewers and up; API keys with scope read.
  */
 import { getEventAnswer } from "@/lib/audit/event";
+import { eventParams } from "@/lib/audit/schema";
 import { json, route } from "@/lib/http/route";
 
-export const GET = route<{ source: string; eventId: string }>(
-  async ({ params }) => json(await getEventAnswer(params)),
-  { allow: ["read"] },
-);
+export const GET = route(async ({ params }) => json(await getEventAnswer(params)), { allow: ["read"], params: eventParams });

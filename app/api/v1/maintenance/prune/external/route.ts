@@ -9,14 +9,13 @@
 import { assertMaintenanceSecret } from "@/lib/auth/maintenance-secret";
 import { pruneExpiredKeys } from "@/lib/retention/prune";
 import { pruneRequest } from "@/lib/retention/prune-schema";
-import { parseOrThrow } from "@/lib/http/validate";
-import { json, readOptionalJson, route } from "@/lib/http/route";
+import { json, route } from "@/lib/http/route";
 
-export const POST = route(
-  async ({ req }) => {
-    assertMaintenanceSecret(req.headers);
-    const options = parseOrThrow(pruneRequest, await readOptionalJson(req, 4096));
-    return json(await pruneExpiredKeys({ ...options, trigger: "external", actor: "external" }));
-  },
-  { public: "external schedulers authenticate with KEYWARD_MAINTENANCE_SECRET" },
-);
+export const POST = route(async ({ body }) => json(await pruneExpiredKeys({ ...body, trigger: "external", actor: "external" })), {
+  public: "external schedulers authenticate with KEYWARD_MAINTENANCE_SECRET",
+  // The secret is checked before the body is read: without it, nothing about the route is answered.
+  guard: (req: Request) => assertMaintenanceSecret(req.headers),
+  body: pruneRequest,
+  optionalBody: true,
+  maxBodyBytes: 4096,
+});
