@@ -1,19 +1,4 @@
-/**
- * GET /metrics — the Prometheus exposition (lib/metrics/prometheus.ts). Callers: API keys with scope
- * metrics (or read/operator, and signed-in people), or `Authorization: Bearer $KEYWARD_METRICS_TOKEN`.
- * Outside /api because that is where scrapers look; served by the server's fast path
- * (lib/server/fast-routes.ts) like the claim routes, through the same route() wrapper.
- */
-import { loadEnv } from "@/lib/config/env";
-import { route } from "@/lib/http/route";
-import { renderMetrics } from "@/lib/metrics/prometheus";
+/** GET /metrics — the Prometheus exposition. The handler: lib/metrics/http.ts (shared with the server's fast path). */
+export { metricsHandler as GET } from "@/lib/metrics/http";
 
 export const dynamic = "force-dynamic";
-
-export const GET = route(
-  async () => {
-    const { text, contentType } = await renderMetrics();
-    return new Response(text, { headers: { "content-type": contentType, "cache-control": "no-store" } });
-  },
-  { allow: ["metrics"], token: { name: "KEYWARD_METRICS_TOKEN", get: () => loadEnv().KEYWARD_METRICS_TOKEN } },
-);

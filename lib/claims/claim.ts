@@ -12,18 +12,15 @@
  * In partition mode (mode.ts) there is no unique index to conflict on: CLAIM_PARTITIONED_SQL calls
  * keyward_claim_partitioned() (prisma/migrations/…_partition_mode), which takes the same parameters,
  * keeps (source, event_id) unique with an advisory lock per key, and answers the same columns.
+ *
+ * Raw SQL, prepared once per connection: the hottest statement of all (docs/benchmarks.md: planning alone
+ * cost as much as running it; Prisma cannot express ON CONFLICT … DO UPDATE with a merge function).
+ * The functions take requests already parsed by the schemas in schema.ts (the route and the CLI parse).
  */
 import { KeywardError } from "../errors";
 import { query, type PreparedSql, type Queryable } from "../db/sql";
 import { classifyClaims, dedupeBatch, type ClaimRow } from "./classify";
-import {
-  batchClaimRequest,
-  claimRequest,
-  type BatchClaimRequest,
-  type ClaimRequest,
-  type ClaimResult,
-} from "./schema";
-import { parseOrThrow } from "../http/validate";
+import type { ClaimResult, ParsedBatchClaimRequest, ParsedClaimRequest } from "./schema";
 import { countClaimOutcomes } from "../metrics/claim-counts";
 import { dedupMode, forgetDedupMode, isModeMismatch } from "./mode";
 
@@ -82,8 +79,9 @@ export type ClaimOptions = {
   /** Who claims, recorded in the audit history (an API key's name, or "library"). */
   actor?: string;
   /**
-   * Run on this connection instead of the pool, e.g. inside the caller's own transaction. Such claims
-   * are not added to the claim counters: whether they commit is the caller's to decide.
+   * Run on this connection instead of the pool, e.g. inside the caller's own transaction (a pg client,
+   * or a withTransaction handle). Such claims are not added to the claim counters: whether they commit
+   * is the caller's to decide.
    */
   on?: Queryable;
 };
@@ -144,16 +142,17 @@ export function unknownSource(source: string): KeywardError {
   );
 }
 
-/** Claims one event. Resolves with the outcome; throws KeywardError on bad input or unknown source. */
-export async function claimEvent(request: ClaimRequest, options: ClaimOptions = {}): Promise<ClaimResult> {
-  const r = parseOrThrow(claimRequest, request);
+/**
+ * Claims one event (a request parsed by `claimRequest`). Resolves with the outcome; throws KeywardError
+ * for an unknown source.
+ */
+export async function claimEvent(r: ParsedClaimRequest, options: ClaimOptions = {}): Promise<ClaimResult> {
   const [result] = await runClaim(r.source, [r], r.leaseSeconds, options);
   return result;
 }
 
-/** Claims up to 1000 events of one source in one statement; results in input order. */
-export async function claimEvents(request: BatchClaimRequest, options: ClaimOptions = {}): Promise<ClaimResult[]> {
-  const r = parseOrThrow(batchClaimRequest, request);
+/** Claims up to 1000 events of one source (parsed by `batchClaimRequest`) in one statement; results in input order. */
+export async function claimEvents(r: ParsedBatchClaimRequest, options: ClaimOptions = {}): Promise<ClaimResult[]> {
   // A batch-level attemptId stands for every event that does not carry its own.
   const events = r.attemptId ? r.events.map((e) => ({ ...e, attemptId: e.attemptId ?? r.attemptId })) : r.events;
   return runClaim(r.source, events, r.leaseSeconds, options);

@@ -49,7 +49,9 @@ export const claimRequest = z.strictObject({
   leaseSeconds: leaseSeconds.optional(),
   attemptId: attemptId.optional(),
 });
+/** A claim as a caller sends it (keyward/client); ParsedClaimRequest as the library takes it. */
 export type ClaimRequest = z.input<typeof claimRequest>;
+export type ParsedClaimRequest = z.output<typeof claimRequest>;
 
 export const MAX_BATCH = 1000;
 
@@ -63,14 +65,18 @@ export const batchClaimRequest = z.strictObject({
   attemptId: attemptId.optional(),
 });
 export type BatchClaimRequest = z.input<typeof batchClaimRequest>;
+export type ParsedBatchClaimRequest = z.output<typeof batchClaimRequest>;
 
 export const completeRequest = z.strictObject({ source: sourceName, eventId, claimToken });
 export type CompleteRequest = z.input<typeof completeRequest>;
+export type ParsedCompleteRequest = z.output<typeof completeRequest>;
 
 export const releaseRequest = z.strictObject({ source: sourceName, eventId, claimToken: claimToken.optional() });
 export type ReleaseRequest = z.input<typeof releaseRequest>;
+export type ParsedReleaseRequest = z.output<typeof releaseRequest>;
 
 export const claimKeyParams = z.strictObject({ source: sourceName, eventId });
+export type ClaimKey = z.output<typeof claimKeyParams>;
 
 export type ClaimOutcome = "claimed" | "duplicate" | "in_flight" | "payload_mismatch";
 export type ClaimStatus = "done" | "processing";

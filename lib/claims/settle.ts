@@ -2,11 +2,11 @@
  * Settling a claim: `completeClaim` marks an in-flight claim done, `releaseClaim` deletes a claim whose
  * handler failed so the sender's retry is processed. Each is one statement that locks the key, decides,
  * writes, and appends the audit row together; the locked "before" row explains a refusal.
+ * Raw SQL: each is one CTE (lock, decide, write, audit) on the claim path, one round trip.
  */
 import { KeywardError } from "../errors";
 import { query } from "../db/sql";
-import { parseOrThrow } from "../http/validate";
-import { completeRequest, releaseRequest, type ClaimStatus, type CompleteRequest, type ReleaseRequest, type SettleResult } from "./schema";
+import type { ClaimStatus, ParsedCompleteRequest, ParsedReleaseRequest, SettleResult } from "./schema";
 
 export type { SettleResult };
 import type { ClaimOptions } from "./claim";
@@ -84,16 +84,14 @@ function settled(key: { source: string; eventId: string }, row: SettleRow, statu
 }
 
 /** Marks an in-flight claim done. Completing an already-done claim with its own token is a no-op. */
-export async function completeClaim(request: CompleteRequest, options: ClaimOptions = {}): Promise<SettleResult> {
-  const r = parseOrThrow(completeRequest, request);
+export async function completeClaim(r: ParsedCompleteRequest, options: ClaimOptions = {}): Promise<SettleResult> {
   const [row] = await query<SettleRow>(COMPLETE_SQL, [r.source, r.eventId, r.claimToken, options.actor ?? "library"], options.on);
   refuse(row, r.source, r.eventId, "complete");
   return settled(r, row, "done");
 }
 
 /** Deletes a live claim (with its token, or unconditionally without one) so the next delivery is processed. */
-export async function releaseClaim(request: ReleaseRequest, options: ClaimOptions = {}): Promise<SettleResult> {
-  const r = parseOrThrow(releaseRequest, request);
+export async function releaseClaim(r: ParsedReleaseRequest, options: ClaimOptions = {}): Promise<SettleResult> {
   const [row] = await query<SettleRow>(
     RELEASE_SQL,
     [r.source, r.eventId, r.claimToken ?? null, options.actor ?? "library"],

@@ -3,20 +3,16 @@
  *
  * Why: on this kind of machine Next's per-request routing costs ~1.3 ms and caps a process at ~600
  * requests/s even for a 401 that never touches the database (docs/benchmarks.md), while the claim
- * itself costs less. How: the handlers are the very route modules Next serves
- * (app/api/v1/claims/**), wrapped by the same `route()`; only the dispatch differs, so authentication,
- * validation, limits and error bodies are identical. Anything not matched here (other paths, methods)
+ * itself costs less. How: the handlers are the very ones Next serves (lib/claims/http.ts and
+ * lib/metrics/http.ts, which the route files under app/ re-export), wrapped by the same `route()`; only
+ * the dispatch differs, so authentication, validation, limits and error bodies are identical. Anything not matched here (other paths, methods)
  * goes to Next, which serves these same modules too; malformed paths and trailing slashes are answered
  * before either (api-edge.ts).
  */
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { Readable } from "node:stream";
-import { POST as claim } from "../../app/api/v1/claims/route";
-import { POST as claimBatch } from "../../app/api/v1/claims/batch/route";
-import { POST as complete } from "../../app/api/v1/claims/complete/route";
-import { POST as release } from "../../app/api/v1/claims/release/route";
-import { GET as keyState } from "../../app/api/v1/claims/[source]/[eventId]/route";
-import { GET as metrics } from "../../app/metrics/route";
+import { claimBatchHandler as claimBatch, claimHandler as claim, completeHandler as complete, keyStateHandler as keyState, releaseHandler as release } from "../claims/http";
+import { metricsHandler as metrics } from "../metrics/http";
 import { observeClaimSeconds } from "../metrics/prometheus";
 import { API_HEADERS } from "../http/headers";
 

@@ -14,6 +14,8 @@ import { cliPrincipal } from "../../lib/auth/principal";
 import { KeywardError } from "../../lib/errors";
 import { makeSource, sql, uniq } from "../setup/db";
 import { usePrivateDatabase } from "../setup/private-db";
+import { parseInput } from "../../lib/http/validate";
+import { batchClaimRequest, claimRequest } from "../../lib/claims/schema";
 
 usePrivateDatabase();
 
@@ -141,12 +143,15 @@ describe("attemptId", () => {
   it("is validated: 1 to 128 printable ASCII characters, no spaces or control characters", async () => {
     const source = await makeSource();
     for (const bad of ["", " ", "a b", "x".repeat(129), "tab\there", "é", "nul\u0000"]) {
-      const err = await claimEvent({ source, eventId: uniq("e"), eventType: "t", attemptId: bad }).catch((e: unknown) => e);
+      // As the route and the CLI take it: parsed by claimRequest first.
+      const err = await (async () => claimEvent(parseInput(claimRequest, { source, eventId: uniq("e"), eventType: "t", attemptId: bad })))().catch((e: unknown) => e);
       expect(err, JSON.stringify(bad)).toBeInstanceOf(KeywardError);
       expect((err as KeywardError).status).toBe(422);
       expect(JSON.stringify((err as KeywardError).details)).toContain("attemptId");
     }
-    const errBatch = await claimEvents({ source, events: [{ eventId: "e", eventType: "t", attemptId: "a b" }] }).catch((e: unknown) => e);
+    const errBatch = await (async () => claimEvents(parseInput(batchClaimRequest, { source, events: [{ eventId: "e", eventType: "t", attemptId: "a b" }] })))().catch(
+      (e: unknown) => e,
+    );
     expect(errBatch).toMatchObject({ status: 422 });
     expect((await claimEvent({ source, eventId: uniq("e"), eventType: "t", attemptId: "x".repeat(128) })).outcome).toBe("claimed");
   });

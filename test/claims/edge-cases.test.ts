@@ -3,6 +3,8 @@ import { describe, expect, it } from "vitest";
 import { claimEvent } from "../../lib/claims/claim";
 import { KeywardError } from "../../lib/errors";
 import { makeSource, sql, uniq } from "../setup/db";
+import { parseInput } from "../../lib/http/validate";
+import { claimRequest } from "../../lib/claims/schema";
 
 const rejection = (p: Promise<unknown>) => p.then(() => undefined, (e: unknown) => e);
 
@@ -14,7 +16,8 @@ describe("claim input that PostgreSQL would not store as sent", () => {
     ["a lone surrogate in eventType", { eventType: "t\udbff" }, "eventType"],
   ])("%s → 422 naming the field, and nothing is stored", async (_label, override, field) => {
     const source = await makeSource();
-    const err = await rejection(claimEvent({ source, eventId: uniq("e"), eventType: "t", ...override }));
+    // As the route and the CLI take it: parsed by claimRequest first.
+    const err = await rejection((async () => claimEvent(parseInput(claimRequest, { source, eventId: uniq("e"), eventType: "t", ...override })))());
     expect(err).toBeInstanceOf(KeywardError);
     expect((err as KeywardError).status).toBe(422);
     expect((err as KeywardError).message).toContain(`${field}:`);

@@ -1,0 +1,63 @@
+/**
+ * The claim API's handlers, each wrapped by route() (lib/http/route.ts): who may call it, the body or
+ * path parsed by the claim schemas, errors in the one shape. Served twice, identically: by Next through
+ * the route files under app/api/v1/claims/ (which re-export these), and by `keyward start`'s fast path
+ * before Next's router (lib/server/fast-routes.ts), which is why they live in lib and not in app.
+ *
+ * POST /api/v1/claims — claim one event (scope claims:write): 201 claimed · 200 duplicate · 409 in_flight /
+ *   payload_mismatch (see claim.ts).
+ * POST /api/v1/claims/batch — claim 1 to 1000 events of one source in one statement (claims:write):
+ *   200 { results } in input order.
+ * POST /api/v1/claims/complete — mark an in-flight claim done (claims:write): 200 · 404 unknown or expired
+ *   key · 409 wrong claimToken.
+ * POST /api/v1/claims/release — delete a claim so the sender's retry is processed: the handler failed
+ *   (services, claims:write), or an operator frees a stuck key (operators, scope operator; without
+ *   claimToken). 200 · 404 · 409. In the audit history with its actor; a person's release (or an
+ *   operator key's) also in the operator action log.
+ * GET /api/v1/claims/{source}/{eventId} — the key's state now: alive (time left), expired, or unknown
+ *   (claims:read; claims:write implies it).
+ */
+import { actorOf } from "../auth/principal";
+import { recordAction } from "../audit/actions";
+import { clientAddress, json, route } from "../http/route";
+import { claimEvent, claimEvents } from "./claim";
+import { batchClaimRequest, claimKeyParams, claimRequest, completeRequest, OUTCOME_STATUS, releaseRequest } from "./schema";
+import { completeClaim, releaseClaim } from "./settle";
+import { getKeyState } from "./state";
+
+export const claimHandler = route(
+  async ({ body, principal }) => {
+    const result = await claimEvent(body, { actor: actorOf(principal) });
+    return json(result, OUTCOME_STATUS[result.outcome]);
+  },
+  { allow: ["claims:write"], body: claimRequest },
+);
+
+export const claimBatchHandler = route(
+  async ({ body, principal }) => json({ results: await claimEvents(body, { actor: actorOf(principal) }) }),
+  { allow: ["claims:write"], body: batchClaimRequest },
+);
+
+export const completeHandler = route(async ({ body, principal }) => json(await completeClaim(body, { actor: actorOf(principal) })), {
+  allow: ["claims:write"],
+  body: completeRequest,
+});
+
+export const releaseHandler = route(
+  async ({ req, body, principal }) => {
+    const result = await releaseClaim(body, { actor: actorOf(principal) });
+    if (principal.kind !== "apikey" || !principal.capabilities.includes("claims:write")) {
+      await recordAction(principal, {
+        action: "key.release",
+        target: { type: "key", id: `${result.source}/${result.eventId}` },
+        source: result.source,
+        eventId: result.eventId,
+        address: clientAddress(req),
+      });
+    }
+    return json(result);
+  },
+  { allow: ["claims:write", "operator"], body: releaseRequest },
+);
+
+export const keyStateHandler = route(async ({ params }) => json(await getKeyState(params)), { allow: ["claims:read"], params: claimKeyParams });
