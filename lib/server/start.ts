@@ -1,25 +1,24 @@
 /**
  * `keyward start`: build if needed, open the database (DATABASE_URL or the embedded one), apply
- * migrations (a failure stops start-up), then serve the console and API with Next in this process
- * (the claim endpoints through the fast path in fast-routes.ts, everything else through Next).
+ * migrations and the schema's upkeep (lib/db/prepare.ts, shared with the CLI; a failure stops start-up),
+ * then serve the console and API with Next in this process (the claim endpoints through the fast path in
+ * fast-routes.ts, everything else through Next).
  */
 import http from "node:http";
 import { randomBytes } from "node:crypto";
 import next from "next";
 import { loadEnv, type KeywardEnv } from "../config/env";
-import { migrationTarget, openDatabase } from "../db/open";
-import { checkDatabaseSession } from "../db/session-check";
-import { migrate } from "../db/migrate";
+import { prepareDatabase } from "../db/prepare";
+import type { DatabaseHandle } from "../db/embedded";
 import { closeDb } from "../db/client";
 import { query } from "../db/sql";
 import { flushClaimCounts } from "../metrics/claim-counts";
 import { scheduleMetricsSampler } from "../metrics/sampler";
 import { buildIfNeeded, ensureGeneratedClient, ROOT } from "./build";
 import { matchFastRoute, serveFast } from "./fast-routes";
-import { dropExpiredAuditPartitions, ensureAuditPartitions, scheduleAuditPartitions } from "../audit/partitions";
+import { scheduleAuditPartitions } from "../audit/partitions";
 import { schedulePruning } from "../retention/schedule";
 import { scheduleReplayWorker } from "../replay/executor";
-import { applyDedupModeSetting } from "../retention/partitions";
 import { pageHeaders } from "../http/headers";
 import { KeywardError } from "../errors";
 import { apiPathProblem, completeBodilessRefusals, isApiPath, malformedSegment, writeApiError } from "./api-edge";
@@ -29,24 +28,31 @@ export async function startServer(options: { build?: boolean } = {}): Promise<vo
   ensureGeneratedClient();
   if (options.build !== false) buildIfNeeded();
 
-  const external = Boolean(env.DATABASE_URL); // the embedded database is one session: nothing to check there
-  const database = await openDatabase();
-  console.log(`[keyward] database: ${database.description}`);
+  let database: DatabaseHandle;
+  let opened = false;
   try {
-    const target = migrationTarget(database);
-    if (target.url !== database.url) console.log(`[keyward] migrations: ${target.description}`);
-    const applied = await migrate(target.url);
-    console.log(applied.length ? `[keyward] applied migrations: ${applied.join(", ")}` : "[keyward] database schema is up to date");
-    const warnings = external ? await checkDatabaseSession({ migratedElsewhere: target.url !== database.url }) : [];
-    for (const warning of warnings) console.warn(`[keyward] warning: ${warning}`);
-    await ensureAuditPartitions();
-    const dedup = await applyDedupModeSetting();
-    if (dedup) console.log(`[keyward] ${dedup}`);
-    const dropped = await dropExpiredAuditPartitions();
-    if (dropped.length) console.log(`[keyward] dropped audit months past retention: ${dropped.join(", ")}`);
+    database = await prepareDatabase({
+      checkSession: true,
+      upkeep: true,
+      report: (s) => {
+        if (s.step === "opened") {
+          opened = true;
+          console.log(`[keyward] database: ${s.database.description}`);
+          if (s.target.url !== s.database.url) console.log(`[keyward] migrations: ${s.target.description}`);
+        } else if (s.step === "migrated") {
+          console.log(s.applied.length ? `[keyward] applied migrations: ${s.applied.join(", ")}` : "[keyward] database schema is up to date");
+        } else if (s.step === "session_checked") {
+          for (const warning of s.warnings) console.warn(`[keyward] warning: ${warning}`);
+        } else if (s.step === "dedup_mode") {
+          if (s.message) console.log(`[keyward] ${s.message}`);
+        } else if (s.step === "audit_months_dropped") {
+          if (s.months.length) console.log(`[keyward] dropped audit months past retention: ${s.months.join(", ")}`);
+        }
+      },
+    });
   } catch (err) {
+    if (!opened) throw err; // a configuration the database cannot be opened with: the CLI reports it
     console.error(`[keyward] cannot start: ${(err as Error).message}`);
-    await database.close();
     process.exit(1);
   }
 

@@ -1,0 +1,78 @@
+/** `keyward replay …`: progress and control of dead-letter replays (they are started in the console or the API). */
+import type { Command } from "commander";
+import { cliPrincipal } from "../../auth/principal";
+import { parseInput } from "../../http/validate";
+import { changeReplay, getReplay, listReplays } from "../../replay/replays";
+import { listReplaysQuery } from "../../replay/schema";
+import { printTable, withDatabase } from "../io";
+
+export function registerReplay(program: Command): void {
+  const replay = program.command("replay").description("dead-letter replays: progress and control (start them in the console or the API)");
+
+  replay
+    .command("list")
+    .description("replays, newest first")
+    .option("--source <name>", "only this source's")
+    .option("--status <status>", "running, paused, cancelled or completed")
+    .option("--limit <n>", "at most this many (1-200)", "50")
+    .option("--json", "print JSON")
+    .action(async (o: { source?: string; status?: string; limit: string; json?: boolean }) => {
+      // The same query as GET /api/v1/replays?source&status&limit.
+      const q = parseInput(listReplaysQuery, { source: o.source, status: o.status, limit: o.limit });
+      await withDatabase(async () => {
+        const { items } = await listReplays(q);
+        if (o.json) return console.log(JSON.stringify(items, null, 2));
+        if (items.length === 0) return console.log("no replays");
+        printTable(
+          items.map((r) => ({
+            ID: r.id,
+            SOURCE: r.source,
+            STATUS: r.status,
+            TOTAL: String(r.total),
+            DELIVERED: String(r.counts.delivered),
+            FAILED: String(r.counts.failed),
+            SKIPPED: String(r.counts.skipped_unsafe),
+            FORCED: r.forced ? "yes" : "no",
+            BY: r.createdBy,
+            CREATED: r.createdAt,
+          })),
+        );
+      });
+    });
+
+  replay
+    .command("show <id>")
+    .description("one replay: progress, counts by outcome, failures with their reasons")
+    .option("--json", "print JSON")
+    .action(async (id: string, o: { json?: boolean }) => {
+      await withDatabase(async () => {
+        const r = await getReplay(id);
+        if (o.json) return console.log(JSON.stringify(r, null, 2));
+        const done = r.total - r.counts.pending - r.counts.delivering;
+        console.log(`replay ${r.id} of ${r.source}: ${r.status}, ${done}/${r.total} settled`);
+        console.log(
+          `  delivered ${r.counts.delivered}, failed ${r.counts.failed}, skipped_unsafe ${r.counts.skipped_unsafe}, ` +
+            `cancelled ${r.counts.cancelled}, pending ${r.counts.pending}, delivering ${r.counts.delivering}`,
+        );
+        console.log(`  include ${r.include.join(", ")}; ${r.ratePerSecond}/s, concurrency ${r.concurrency}; by ${r.createdBy} at ${r.createdAt}`);
+        if (r.destination) console.log(`  ${r.status === "completed" || r.status === "cancelled" ? "sent" : "sending"} to ${r.destination}`);
+        if (r.forced) console.log(`  forced: ${r.forceReason}`);
+        if (r.failures.length) {
+          console.log("failures:");
+          printTable(r.failures.map((f) => ({ EVENT: f.eventId, OUTCOME: f.outcome, ATTEMPTS: String(f.attempts), REASON: f.lastError ?? "-" })));
+        }
+      });
+    });
+
+  for (const action of ["pause", "resume", "cancel"] as const) {
+    replay
+      .command(`${action} <id>`)
+      .description(`${action} a replay (recorded in the action log)`)
+      .action(async (id: string) => {
+        await withDatabase(async () => {
+          const r = await changeReplay(id, action, cliPrincipal());
+          console.log(`replay ${r.id}: ${r.status}`);
+        });
+      });
+  }
+}
