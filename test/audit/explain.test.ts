@@ -5,6 +5,7 @@ import { csvCell } from "../../lib/audit/export";
 import { likePrefix, resolveRange } from "../../lib/audit/search";
 import { auditSearchQuery, type AuditRow, type KeyRow } from "../../lib/audit/schema";
 import { KeywardError } from "../../lib/errors";
+import { encodeCursor } from "../../lib/pagination";
 
 const NOW = new Date("2026-12-02T12:00:00.000Z");
 const key = (row: KeyRow | null) => ({ source: "stripe", eventId: "evt_1", row });
@@ -154,7 +155,8 @@ describe("search query validation", () => {
     expect(auditSearchQuery.safeParse({ kind: "Drop Table" }).success).toBe(false);
     expect(auditSearchQuery.safeParse({ limit: "501" }).success).toBe(false);
     expect(auditSearchQuery.safeParse({ limit: "500" }).success).toBe(true);
-    expect(auditSearchQuery.safeParse({ cursor: "2026-12-02T10:00:00.123456Z_42" }).success).toBe(true);
+    expect(auditSearchQuery.safeParse({ cursor: encodeCursor({ at: "2026-12-02T10:00:00.123456Z", id: "42" }) }).success).toBe(true);
+    expect(auditSearchQuery.safeParse({ cursor: "2026-12-02T10:00:00.123456Z_42" }).success).toBe(false);
     expect(auditSearchQuery.safeParse({ cursor: "yesterday_42" }).success).toBe(false);
     expect(auditSearchQuery.safeParse({ from: "last week" }).success).toBe(false);
     expect(auditSearchQuery.safeParse({ offset: "10" }).success).toBe(false);

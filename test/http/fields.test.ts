@@ -3,6 +3,7 @@ import { describe, expect, it } from "vitest";
 import { instant, isInstant, storableRepresentation, storableText, unstorableReason } from "../../lib/http/fields";
 import { auditCursor } from "../../lib/audit/schema";
 import { eventId } from "../../lib/claims/schema";
+import { encodeCursor } from "../../lib/pagination";
 
 describe("storable text", () => {
   it("refuses NUL and lone surrogates, keeps everything else (pairs, emoji, combining marks, RTL marks)", () => {
@@ -32,10 +33,13 @@ describe("instants", () => {
   });
 
   it("audit cursors carry a real instant and an id that fits a bigint", () => {
-    expect(auditCursor.safeParse("2026-12-01T00:00:00.123456Z_42").success).toBe(true);
-    for (const bad of ["2026-02-30T00:00:00Z_1", "0000-01-01T00:00:00Z_1", "2026-12-01T00:00:00Z_9999999999999999999", "x_1"]) {
-      expect(auditCursor.safeParse(bad).success, bad).toBe(false);
+    const cursor = (at: string, id: string) => encodeCursor({ at, id });
+    expect(auditCursor.safeParse(cursor("2026-12-01T00:00:00.123456Z", "42")).data).toEqual({ at: "2026-12-01T00:00:00.123456Z", id: "42" });
+    for (const [at, id] of [["2026-02-30T00:00:00Z", "1"], ["0000-01-01T00:00:00Z", "1"], ["2026-12-01T00:00:00Z", "9999999999999999999"], ["x", "1"]]) {
+      expect(auditCursor.safeParse(cursor(at, id)).success, `${at} ${id}`).toBe(false);
     }
+    // The plain "<at>_<id>" text of earlier versions is not a cursor.
+    expect(auditCursor.safeParse("2026-12-01T00:00:00.123456Z_42").success).toBe(false);
   });
 });
 
