@@ -146,7 +146,10 @@ export async function listDeadLetters(q: ListDeadLettersQuery, db: Db = database
   };
 }
 
-/** One letter with its payload exactly as stored (base64, and as text when it is UTF-8); 404 for an unknown id. */
+/**
+ * One letter with its payload exactly as stored (base64, and as text when it is UTF-8); 404 for an unknown
+ * id. Raw SQL: the key's state by the database clock (KEY_JOIN), as in the list.
+ */
 export async function getDeadLetter(id: string, db: Db = database()): Promise<DeadLetterDetail> {
   if (!UUID_RE.test(id)) throw KeywardError.notFound("dead_letter_not_found", `no dead letter ${id}`);
   const [row] = await db.query<Row & { payload: Buffer; content_type: string; last_replay_error: string | null }>(

@@ -180,6 +180,7 @@ export async function extendPreflight(id: string, actor: Principal, db: Db = dat
           again.map((c) => c.reason),
         ]);
       }
+      // Raw SQL: extended by the database clock, the one valid_until is compared with.
       await tx.execute("UPDATE replay_preflights SET extended_at = now() WHERE id = $1::uuid", [id]);
       await recordAction(
         actor,

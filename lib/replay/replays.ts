@@ -70,11 +70,9 @@ export async function startReplay(
   // Outside the transaction: on the embedded PGlite a query on another connection inside it would wait
   // for the transaction itself. 409 when the source has no destination or no readable signing secret
   // (checked once more, with the source the locked preflight names, below).
-  const [pre] = await db.query<{ source: string; started: boolean }>(
-    "SELECT source, EXISTS (SELECT 1 FROM replays WHERE idempotency_key = $2) AS started FROM replay_preflights WHERE id = $1::uuid",
-    [r.preflightId, idemKey],
-  );
-  if (pre && !pre.started) await replayTarget(pre.source, db);
+  const pre = await db.prisma.replayPreflight.findUnique({ where: { id: r.preflightId }, select: { source: true } });
+  const started = (await db.prisma.replay.count({ where: { idempotencyKey: idemKey } })) > 0;
+  if (pre && !started) await replayTarget(pre.source, db);
 
   return withTransaction(async (tx) => {
     // One start per key at a time: the second of two concurrent requests waits here, then finds the first.
@@ -106,7 +104,7 @@ export async function startReplay(
         `${pf.expiring} expiring item(s) would lose their key during the replay: extend the preflight first (POST /api/v1/replays/preflight/${pf.id}/extend), or leave expiring out`,
       );
     }
-    if (pf.source !== pre?.source || pre.started) {
+    if (pf.source !== pre?.source || started) {
       throw KeywardError.conflict("preflight_changed", "the preflight changed while the replay was being started; retry");
     }
 
@@ -293,6 +291,7 @@ export async function changeReplay(
     if (!t.from.includes(row.status)) {
       throw KeywardError.conflict("invalid_state", `cannot ${action} a ${row.status} replay (only ${t.from.join(" or ")})`);
     }
+    // Raw SQL: finished by the database clock, like every time the executor writes.
     await tx.execute(`UPDATE replays SET status = $2, finished_at = CASE WHEN $2 = 'cancelled' THEN now() END WHERE id = $1::uuid`, [id, t.to]);
     let cancelledItems = 0;
     if (action === "cancel") {

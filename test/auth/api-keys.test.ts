@@ -10,14 +10,13 @@ import { POST as completeRoute } from "../../app/api/v1/claims/complete/route";
 import { POST as releaseRoute } from "../../app/api/v1/claims/release/route";
 import { GET as stateRoute } from "../../app/api/v1/claims/[source]/[eventId]/route";
 import { createApiKey, listApiKeys, revokeApiKey, verifyApiKey } from "../../lib/auth/api-keys";
-import { hasScope } from "../../lib/auth/schema";
+import { createApiKeyRequest, hasScope } from "../../lib/auth/schema";
 import { KeywardError } from "../../lib/errors";
 import { makeSource, sql, uniq } from "../setup/db";
 import { getState, isErrorBody, makeApiKey, post, type Called } from "../setup/http";
 
 import { cliPrincipal } from "../../lib/auth/principal";
 import { parseInput } from "../../lib/http/validate";
-import { createApiKeyRequest } from "../../lib/auth/schema";
 
 const ACTOR = cliPrincipal();
 function expectError(res: Called, status: number, code: string) {

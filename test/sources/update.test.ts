@@ -4,9 +4,8 @@ import { createSource, extendLiveKeys, sourceReports, updateSource } from "../..
 import { claimEvent } from "../../lib/claims/claim";
 import { cliPrincipal } from "../../lib/auth/principal";
 import { sql, uniq } from "../setup/db";
-import { createSourceRequest } from "../../lib/sources/schema";
+import { createSourceRequest, updateSourceRequest } from "../../lib/sources/schema";
 import { parseInput } from "../../lib/http/validate";
-import { updateSourceRequest } from "../../lib/sources/schema";
 
 const ACTOR = cliPrincipal();
 const d = 86400;
