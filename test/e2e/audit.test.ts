@@ -13,7 +13,7 @@ import { createUser } from "../../lib/auth/users";
 import { pruneExpiredKeys } from "../../lib/retention/prune";
 import { call } from "../setup/auth";
 import { launchChromium, openPage as openBrowserPage } from "../setup/browser";
-import { makeSource, sql, uniq } from "../setup/db";
+import { makeSource, sql, uniq, untilDatabaseClockPasses } from "../setup/db";
 import { makeApiKey } from "../setup/http";
 import { usePrivateDatabase } from "../setup/private-db";
 import { baseEnv, freePort, startKeyward, stopServer, type Server } from "../setup/server";
@@ -117,7 +117,7 @@ describe("the Audit screens in Chromium", () => {
       const source = await makeSource(1);
       const eventId = uniq("pruned");
       const claimed = await claim(source, eventId);
-      await new Promise((r) => setTimeout(r, 1200)); // let the 1 s TTL pass
+      await untilDatabaseClockPasses(claimed.expiresAt); // the 1 s TTL (its end is in the audit history too)
       await pruneExpiredKeys({ trigger: "cli", pauseMs: 0 });
       const [{ n }] = await sql<{ n: number }>("SELECT count(*)::int AS n FROM dedup_keys WHERE source = $1", [source]);
       expect(n).toBe(0);
