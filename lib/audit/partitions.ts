@@ -7,6 +7,7 @@
  */
 import { query } from "../db/sql";
 import { loadEnv } from "../config/env";
+import type { Job } from "../jobs/registry";
 import { recordAction } from "./actions";
 
 export const AUDIT_MONTHS_AHEAD = 3;
@@ -52,12 +53,22 @@ export async function dropExpiredAuditPartitions(retentionDays = loadEnv().KEYWA
   return dropped;
 }
 
-/** Runs ensureAuditPartitions on a timer (unref'd); returns a function that stops it. */
-export function scheduleAuditPartitions(log: (msg: string) => void): () => void {
-  const timer = setInterval(() => {
-    ensureAuditPartitions().catch((err) => log(`creating audit partitions failed (will retry): ${(err as Error).message}`));
-    dropExpiredAuditPartitions().catch((err) => log(`dropping old audit partitions failed (will retry): ${(err as Error).message}`));
-  }, EVERY_MS);
-  timer.unref();
-  return () => clearInterval(timer);
+/**
+ * The upkeep as a job of the registry (lib/jobs/registry.ts, started by `keyward start`): every 6 hours,
+ * create the months ahead and drop the months past retention. Either step failing does not skip the other;
+ * the failure is logged and both run again at the next tick.
+ */
+export function auditPartitionsJob(): Job {
+  return {
+    name: "audit partition upkeep",
+    everyMs: EVERY_MS,
+    async run() {
+      const [ensured, dropped] = await Promise.allSettled([ensureAuditPartitions(), dropExpiredAuditPartitions()]);
+      const failed = [
+        ensured.status === "rejected" && `creating audit partitions: ${(ensured.reason as Error).message}`,
+        dropped.status === "rejected" && `dropping old audit partitions: ${(dropped.reason as Error).message}`,
+      ].filter(Boolean);
+      if (failed.length) throw new Error(failed.join("; "));
+    },
+  };
 }

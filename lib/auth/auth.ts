@@ -16,6 +16,7 @@ import type { genericOAuth as GenericOAuth } from "better-auth/plugins/generic-o
 import { loadEnv } from "../config/env";
 import { pool } from "../db/client";
 import { query } from "../db/sql";
+import { processGlobal } from "../process-global";
 import { oidcConfig, oidcPlugin } from "./oidc";
 import { hashSessionTokens } from "./session-tokens";
 
@@ -129,15 +130,18 @@ function authOptions(secret: string, { username, genericOAuth }: Modules) {
 
 export type Auth = Awaited<ReturnType<typeof buildAuth>>;
 
-const globalAuth = globalThis as unknown as { __keywardAuth?: Promise<Auth> };
+const authSlot = processGlobal("auth", () => ({ current: undefined as Promise<Auth> | undefined }));
 
 /** The one Better Auth instance (its signing secret is read from the environment or the database first). */
 export function getAuth(): Promise<Auth> {
-  if (!globalAuth.__keywardAuth) {
-    globalAuth.__keywardAuth = Promise.all([authSecret(), loadModules()]).then(([secret, modules]) => buildAuth(secret, modules));
-    globalAuth.__keywardAuth.catch(() => (globalAuth.__keywardAuth = undefined));
+  if (!authSlot.current) {
+    const auth = Promise.all([authSecret(), loadModules()]).then(([secret, modules]) => buildAuth(secret, modules));
+    authSlot.current = auth;
+    auth.catch(() => {
+      if (authSlot.current === auth) authSlot.current = undefined;
+    });
   }
-  return globalAuth.__keywardAuth;
+  return authSlot.current;
 }
 
 /**

@@ -5,17 +5,18 @@
  *
  * Partitioned iff pg_class.relkind of dedup_keys is 'p'. The answer is cached per process for
  * MODE_TTL_MS; a claim that fails because the table changed shape under a running server refreshes it at
- * once (claim.ts). The cache lives on globalThis: Next's route bundles and the server's own modules are
+ * once (claim.ts). The cache is process-wide (lib/process-global.ts): Next's route bundles and the server's own modules are
  * separate module instances.
  */
 import { query, type Queryable } from "../db/sql";
+import { processGlobal } from "../process-global";
 
 export type DedupMode = "single" | "partition";
 
 const MODE_TTL_MS = 30_000;
 
 type Cached = { mode: Promise<DedupMode>; at: number; url: string | undefined };
-const cache = globalThis as unknown as { __keywardDedupMode?: Cached };
+const cache = processGlobal("dedupMode", () => ({ current: undefined as Cached | undefined }));
 
 /** Reads the mode from the catalog (no cache). */
 export async function readDedupMode(on?: Queryable): Promise<DedupMode> {
@@ -28,21 +29,21 @@ export async function readDedupMode(on?: Queryable): Promise<DedupMode> {
  * one read: a burst of claims on a cold process must not take a pool connection each just to ask.
  */
 export function dedupMode(): Promise<DedupMode> {
-  const c = cache.__keywardDedupMode;
+  const c = cache.current;
   const url = process.env.DATABASE_URL;
   if (c && c.url === url && performance.now() - c.at < MODE_TTL_MS) return c.mode;
   const entry: Cached = { mode: readDedupMode(), at: performance.now(), url };
-  cache.__keywardDedupMode = entry;
+  cache.current = entry;
   // A failed read is not cached: the next caller asks again.
   entry.mode.catch(() => {
-    if (cache.__keywardDedupMode === entry) cache.__keywardDedupMode = undefined;
+    if (cache.current === entry) cache.current = undefined;
   });
   return entry.mode;
 }
 
 /** Drops the cached mode: the next dedupMode() reads the catalog. */
 export function forgetDedupMode(): void {
-  cache.__keywardDedupMode = undefined;
+  cache.current = undefined;
 }
 
 /**

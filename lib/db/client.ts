@@ -1,15 +1,16 @@
 /**
  * The one database client: a pg pool shared by Prisma (through @prisma/adapter-pg) and by the typed
- * raw-SQL helper in sql.ts. Kept on globalThis so Next's dev reloads and tests reuse one pool.
+ * raw-SQL helper in sql.ts. Process-wide (lib/process-global.ts), so Next's dev reloads and tests reuse one pool.
  */
 import pg from "pg";
 import { PrismaPg } from "@prisma/adapter-pg";
 import { PrismaClient } from "./generated/client";
 import { loadEnv } from "../config/env";
+import { processGlobal } from "../process-global";
 
 type Shared = { pool: pg.Pool; prisma: PrismaClient; url: string };
 
-const globalDb = globalThis as unknown as { __keywardDb?: Shared };
+const slot = processGlobal("db", () => ({ current: undefined as Shared | undefined }));
 
 // timestamptz and bigint arrive as strings from pg by default; keep timestamps as Date (the default)
 // and parse int8 (count(*) results) into numbers: every count Keyward reads fits in 2^53.
@@ -90,13 +91,13 @@ export function databaseUrl(): string {
 }
 
 export function db(): Shared {
-  if (!globalDb.__keywardDb) {
+  if (!slot.current) {
     const url = databaseUrl();
     const pool = createPool(url);
     const prisma = new PrismaClient({ adapter: new PrismaPg(pool) });
-    globalDb.__keywardDb = { pool, prisma, url };
+    slot.current = { pool, prisma, url };
   }
-  return globalDb.__keywardDb;
+  return slot.current;
 }
 
 export const prisma = (): PrismaClient => db().prisma;
@@ -104,8 +105,8 @@ export const pool = (): pg.Pool => db().pool;
 
 /** Closes the shared pool (CLI commands and tests call this when done). */
 export async function closeDb(): Promise<void> {
-  const current = globalDb.__keywardDb;
-  globalDb.__keywardDb = undefined;
+  const current = slot.current;
+  slot.current = undefined;
   if (current) {
     await current.prisma.$disconnect();
     await current.pool.end();

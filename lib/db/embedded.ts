@@ -27,6 +27,8 @@ const OWNER_FILE = "owner.json";
 const ownedHere = new Map<string, { url: string; description: string }>();
 const opening = new Map<string, Promise<unknown>>();
 const WAIT_FOR_OWNER_MS = 30_000;
+/** Rounds of acquireEmbedded at most: the 200 ms waits that fit in WAIT_FOR_OWNER_MS, and 50 stale files more. */
+const MAX_OWNER_ROUNDS = WAIT_FOR_OWNER_MS / 200 + 50;
 /** Connections the owner accepts: the server's pool, a few CLI commands' pools and the migrator's. */
 const MAX_CONNECTIONS = 100;
 
@@ -82,7 +84,9 @@ async function acquireEmbedded(dir: string, port: number): Promise<DatabaseHandl
   await mkdir(dir, { recursive: true });
   const ownerFile = path.join(dir, OWNER_FILE);
   const deadline = Date.now() + WAIT_FOR_OWNER_MS;
-  for (;;) {
+  // Bounded: a round returns, throws, waits 200 ms for an owner that is starting (until the deadline), or
+  // removes a stale owner file; an owner file that keeps turning stale is an error, not a reason to spin.
+  for (let round = 0; round < MAX_OWNER_ROUNDS; round++) {
     // Written aside, then linked into place: owner.json appears atomically and already filled in, and
     // link() fails if it exists, so exactly one process becomes the owner.
     const draft = `${ownerFile}.${process.pid}.tmp`;
@@ -129,6 +133,7 @@ async function acquireEmbedded(dir: string, port: number): Promise<DatabaseHandl
     // if it is still the file we judged, not one another process has just written.
     if ((await readFile(ownerFile, "utf8").catch(() => "")) === seen) await rm(ownerFile, { force: true });
   }
+  throw new Error(`cannot open the embedded database in ${dir}: its ${OWNER_FILE} keeps changing (another process starting it and failing?)`);
 }
 
 async function serveEmbedded(dir: string, port: number, ownerFile: string): Promise<DatabaseHandle> {

@@ -4,6 +4,7 @@
  * Prisma's schema engine compiled to WebAssembly over the pg driver adapter. The native engine that
  * `prisma migrate` downloads is not needed, so this works offline and inside the embedded database.
  */
+import { createHash } from "node:crypto";
 import { readFile, readdir } from "node:fs/promises";
 import { createRequire } from "node:module";
 import path from "node:path";
@@ -102,23 +103,50 @@ async function loadMigrationsList(baseDir: string) {
 }
 
 /**
+ * True when the database records exactly the migrations of `list` as applied (finished, not rolled back,
+ * the same checksum as `prisma migrate deploy` stores: sha256 of migration.sql). Then the engine would
+ * apply nothing, and loading it (compiling a 5 MB wasm, most of a CLI command's start-up) is skipped.
+ * Anything else (a pending, failed, edited or unknown migration, no _prisma_migrations yet, an error
+ * reading it) goes to the engine, which decides and reports as before.
+ */
+async function isUpToDate(pool: pg.Pool, list: Awaited<ReturnType<typeof loadMigrationsList>>): Promise<boolean> {
+  let rows: { migration_name: string; checksum: string; finished: boolean }[];
+  try {
+    ({ rows } = await pool.query(
+      "SELECT migration_name, checksum, finished_at IS NOT NULL AS finished FROM _prisma_migrations WHERE rolled_back_at IS NULL",
+    ));
+  } catch {
+    return false;
+  }
+  const expected = new Map(
+    list.migrationDirectories.map((d) => [d.path, createHash("sha256").update(d.migrationFile.content.value).digest("hex")]),
+  );
+  return (
+    rows.length === expected.size &&
+    new Set(rows.map((r) => r.migration_name)).size === rows.length &&
+    rows.every((r) => r.finished && expected.get(r.migration_name) === r.checksum)
+  );
+}
+
+/**
  * Applies every pending migration; returns the names applied. Throws MigrationError with a clear
  * message. `migrationsDir` defaults to prisma/migrations (tests point it elsewhere).
  */
 export async function migrate(databaseUrl: string, migrationsDir = MIGRATIONS_DIR): Promise<string[]> {
-  const { SchemaEngine } = await loadEngineModule();
   const pool = new pg.Pool({ connectionString: databaseUrl, max: 2 });
   const logs: string[] = [];
   let scriptError: Error | undefined;
   let engine: SchemaEngine | undefined;
   try {
+    const migrationsList = await loadMigrationsList(migrationsDir);
+    if (await isUpToDate(pool, migrationsList)) return [];
+    const { SchemaEngine } = await loadEngineModule();
     const schemaText = await readFile(SCHEMA_PATH, "utf8");
     engine = await SchemaEngine.new(
       { datamodels: [[SCHEMA_PATH, schemaText]] },
       (log: string) => logs.push(log),
       bindMigrationAwareSqlAdapterFactory(wholeScriptAdapter(pool, (err) => (scriptError = err))),
     );
-    const migrationsList = await loadMigrationsList(migrationsDir);
     const filters = { externalTables: [], externalEnums: [] };
     const diagnosis = await engine.diagnoseMigrationHistory({ migrationsList, optInToShadowDatabase: false, filters });
     if (diagnosis.failedMigrationNames.length > 0) {

@@ -9,6 +9,7 @@ import { loadEnv } from "../config/env";
 import { KeywardError } from "../errors";
 import { pool } from "./client";
 import type { Db } from "./transaction";
+import { processGlobal } from "../process-global";
 
 /** A pg pool or client a caller holds itself (a dedicated pool, a connection in its own transaction). */
 export type Connection = Pick<pg.Pool, "query"> | Pick<pg.PoolClient, "query">;
@@ -67,11 +68,11 @@ export function toUnavailable(err: unknown): KeywardError {
 }
 
 const LOG_EVERY_MS = 10_000;
-const logState = globalThis as unknown as { __keywardUnavailableLog?: { last: number; suppressed: number } };
+const logState = processGlobal("unavailableLog", () => ({ last: 0, suppressed: 0 }));
 
 /** One line in the server log per 10 s while the database fails (not one per request), with the cause. */
 function logUnavailable(err: unknown): void {
-  const state = (logState.__keywardUnavailableLog ??= { last: 0, suppressed: 0 });
+  const state = logState;
   const now = Date.now();
   if (now - state.last < LOG_EVERY_MS) {
     state.suppressed++;
@@ -95,19 +96,19 @@ function logUnavailable(err: unknown): void {
  */
 export type PreparedSql = { name: string; text: string };
 
-const settings = globalThis as unknown as { __keywardNamedStatements?: boolean };
+const settings = processGlobal("namedStatements", () => ({ current: undefined as boolean | undefined }));
 
 /**
- * Whether PreparedSql goes out as a named statement. Read once per process (on globalThis: Next's route
+ * Whether PreparedSql goes out as a named statement. Read once per process (process-wide: Next's route
  * bundles are separate module instances) after openDatabase has settled it; forgetNamedStatementsSetting
  * makes the next statement read it again.
  */
 export function namedStatements(): boolean {
-  return (settings.__keywardNamedStatements ??= loadEnv().KEYWARD_DB_PREPARED_STATEMENTS === "on");
+  return (settings.current ??= loadEnv().KEYWARD_DB_PREPARED_STATEMENTS === "on");
 }
 
 export function forgetNamedStatementsSetting(): void {
-  settings.__keywardNamedStatements = undefined;
+  settings.current = undefined;
 }
 
 export async function query<Row extends object>(

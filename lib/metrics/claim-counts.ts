@@ -6,20 +6,20 @@
  * made on a caller's own connection (`{ on }`) are not counted, since the caller may roll them back.
  */
 import { query } from "../db/sql";
+import { processGlobal } from "../process-global";
 import type { ClaimOutcome } from "../claims/schema";
 
 const FLUSH_MS = 5000;
 
 type Counts = Record<ClaimOutcome, number>;
-// On globalThis: the custom server and Next's bundled route handlers load separate copies of this
+// Process-wide (lib/process-global.ts): the custom server and Next's bundled route handlers load separate copies of this
 // module, and the server's shutdown flush must see what the routes counted.
 // `totals` counts since the process started, for GET /metrics (lib/metrics/prometheus.ts).
 type CounterState = { pending: Map<string, Counts>; totals: Map<string, Counts>; timer?: NodeJS.Timeout };
-const state: CounterState = ((globalThis as { __keywardClaimCounts?: CounterState }).__keywardClaimCounts ??= {
+const state: CounterState = processGlobal("claimCounts", () => ({
   pending: new Map<string, Counts>(),
   totals: new Map<string, Counts>(),
-});
-state.totals ??= new Map<string, Counts>();
+}));
 const pending = state.pending;
 
 export function countClaimOutcomes(source: string, outcomes: readonly ClaimOutcome[]): void {

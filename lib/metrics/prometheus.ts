@@ -12,6 +12,7 @@
  */
 import { Counter, Gauge, Histogram, Registry } from "prom-client";
 import { query } from "../db/sql";
+import { processGlobal } from "../process-global";
 import { claimOutcomeTotals } from "./claim-counts";
 
 type Metrics = {
@@ -87,9 +88,9 @@ function create(): Metrics {
   };
 }
 
-// On globalThis: the custom server (which observes claim latency on its fast path) and Next's bundled
+// Process-wide (lib/process-global.ts): the custom server (which observes claim latency on its fast path) and Next's bundled
 // route modules load separate copies of this module; both must use the one registry.
-const metrics: Metrics = ((globalThis as { __keywardPrometheus?: Metrics }).__keywardPrometheus ??= create());
+const metrics: Metrics = processGlobal("prometheus", create);
 
 /** Records how long one claim request took (called by the fast path, lib/server/fast-routes.ts). */
 export function observeClaimSeconds(route: "claim" | "batch", seconds: number): void {

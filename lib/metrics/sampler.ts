@@ -1,8 +1,8 @@
 /**
  * The metrics sampler: once a minute (KEYWARD_SAMPLE_INTERVAL_SECONDS; 0 turns it off) one row of
  * metric_samples describing the dedup table and the claims of the minute before, for the Overview's
- * charts. Runs inside `keyward start` (scheduleMetricsSampler); a failed sample is logged and the next
- * tick tries again, it never stops the server.
+ * charts. Runs inside `keyward start` (metricsSamplerJob, through lib/jobs/registry.ts); a failed sample is
+ * logged and the next tick tries again, it never stops the server.
  *
  * One instance at a time: a sample is one transaction that first takes a transaction-level advisory
  * lock (an instance that cannot take it skips the minute), then skips a minute that already has its
@@ -22,6 +22,7 @@ import type pg from "pg";
 import { loadEnv } from "../config/env";
 import { pool } from "../db/client";
 import { isUnavailable, query, toUnavailable, type Queryable } from "../db/sql";
+import type { Job } from "../jobs/registry";
 import { tableFigures, type LeafStats, type TableFigures } from "./estimate";
 
 /** The expiry backlog is counted up to this many keys; beyond it the sample says "at least". */
@@ -191,39 +192,20 @@ export function msUntilNextTick(nowMs: number, everyMs: number, offsetMs = 2000)
 }
 
 /**
- * Runs takeSample every KEYWARD_SAMPLE_INTERVAL_SECONDS, on the wall clock's minute (plus 2 s), so every
- * instance aims at the same minute and one of them writes it. Returns a function that stops the schedule
- * and waits for a sample in progress.
+ * The sampler as a job of the registry (lib/jobs/registry.ts, started by `keyward start`): takeSample every
+ * KEYWARD_SAMPLE_INTERVAL_SECONDS (0: off), on the wall clock's minute (plus 2 s), so every instance aims
+ * at the same minute and one of them writes it. Stopping the registry waits for a sample in progress.
  */
-export function scheduleMetricsSampler(log: (msg: string) => void): () => Promise<void> {
+export function metricsSamplerJob(): Job {
   const everySeconds = loadEnv().KEYWARD_SAMPLE_INTERVAL_SECONDS;
-  if (everySeconds === 0) return async () => {};
   const everyMs = everySeconds * 1000;
   const claimMinutes = everySeconds / 60; // whole minutes (lib/config/env.ts)
-  let stopped = false;
-  let running: Promise<void> | undefined;
-  let timer: NodeJS.Timeout | undefined;
-
-  const tick = () => {
-    running = takeSample({ claimMinutes })
-      .then(
-        () => {},
-        (err: unknown) => log(`taking a metrics sample failed (will retry in ${everySeconds} s): ${(err as Error).message}`),
-      )
-      .finally(() => {
-        running = undefined;
-        if (!stopped) arm();
-      });
-  };
-  const arm = () => {
-    timer = setTimeout(tick, msUntilNextTick(Date.now(), everyMs));
-    timer.unref();
-  };
-  arm();
-
-  return async () => {
-    stopped = true;
-    clearTimeout(timer);
-    await running;
+  return {
+    name: "taking a metrics sample",
+    everyMs,
+    nextDelayMs: () => msUntilNextTick(Date.now(), everyMs),
+    async run() {
+      await takeSample({ claimMinutes });
+    },
   };
 }

@@ -25,6 +25,7 @@
 import os from "node:os";
 import { randomBytes } from "node:crypto";
 import { loadEnv } from "../config/env";
+import { startJobs } from "../jobs/registry";
 import { query, type PreparedSql } from "../db/sql";
 import { recordAction } from "../audit/actions";
 import { KeywardError } from "../errors";
@@ -161,8 +162,6 @@ export function startReplayWorker(options: WorkerOptions = {}): ReplayWorker {
   const log = options.log ?? ((m: string) => console.error(`[keyward] ${m}`));
   const abort = new AbortController();
   const drivers = new Map<string, Promise<void>>();
-  let timer: NodeJS.Timeout | undefined;
-  let ticking: Promise<void> | undefined;
 
   const sleep = (ms: number) =>
     new Promise<void>((resolve) => {
@@ -334,30 +333,18 @@ export function startReplayWorker(options: WorkerOptions = {}): ReplayWorker {
     });
   }
 
-  const arm = () => {
-    if (abort.signal.aborted) return;
-    timer = setTimeout(() => {
-      ticking = tick()
-        .catch((err: unknown) => log(`replay worker: ${(err as Error).message} (will retry)`))
-        .finally(() => {
-          ticking = undefined;
-          arm();
-        });
-    }, pollMs);
-    timer.unref();
-  };
-  arm();
+  // The poll is a job of its own registry (lib/jobs/registry.ts): one tick at a time, errors logged.
+  const poller = startJobs([{ name: "replay worker", everyMs: pollMs, run: tick }], log);
 
   return {
     id: workerId,
     async stop() {
       abort.abort();
-      clearTimeout(timer);
-      await ticking;
+      await poller.stop();
       await Promise.all(drivers.values());
     },
     async idle() {
-      while (drivers.size || ticking) await Promise.all([...drivers.values(), ticking]);
+      while (drivers.size || poller.running()) await Promise.all([...drivers.values(), poller.running()]);
     },
   };
 }

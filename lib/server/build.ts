@@ -48,21 +48,31 @@ function isStale(): boolean {
 const LOCK = path.join(ROOT, ".next-build.lock");
 const LOCK_STALE_MS = 10 * 60_000;
 
+/** Takes the build lock (a directory: mkdir is atomic); false when another process holds it. */
+function takeLock(): boolean {
+  try {
+    mkdirSync(LOCK);
+    return true;
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === "EEXIST") return false;
+    throw err;
+  }
+}
+
 /**
  * Builds when stale. Two processes (a server start and a test run, say) never build at once: the
  * second waits for the first's lock, then finds the build current.
  */
 export function buildIfNeeded(): void {
   if (!isStale()) return;
-  for (;;) {
-    try {
-      mkdirSync(LOCK);
-      break;
-    } catch {
-      const age = existsSync(LOCK) ? Date.now() - statSync(LOCK).mtimeMs : 0;
-      if (age > LOCK_STALE_MS) rmSync(LOCK, { recursive: true, force: true });
-      else Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 500);
-    }
+  // Bounded: a holder's lock counts as abandoned after LOCK_STALE_MS; past twice that (a queue of builders),
+  // give up with a message rather than wait on.
+  const giveUpAt = Date.now() + 2 * LOCK_STALE_MS;
+  while (!takeLock()) {
+    const age = existsSync(LOCK) ? Date.now() - statSync(LOCK).mtimeMs : 0;
+    if (age > LOCK_STALE_MS) rmSync(LOCK, { recursive: true, force: true });
+    else if (Date.now() > giveUpAt) throw new Error(`another build has held ${LOCK} for too long; remove it if no build is running`);
+    else Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 500);
   }
   try {
     if (!isStale()) return;

@@ -13,11 +13,12 @@ import type { DatabaseHandle } from "../db/embedded";
 import { closeDb } from "../db/client";
 import { query } from "../db/sql";
 import { flushClaimCounts } from "../metrics/claim-counts";
-import { scheduleMetricsSampler } from "../metrics/sampler";
+import { metricsSamplerJob } from "../metrics/sampler";
+import { startJobs } from "../jobs/registry";
 import { buildIfNeeded, ensureGeneratedClient, ROOT } from "./build";
 import { matchFastRoute, serveFast } from "./fast-routes";
-import { scheduleAuditPartitions } from "../audit/partitions";
-import { schedulePruning } from "../retention/schedule";
+import { auditPartitionsJob } from "../audit/partitions";
+import { pruningJob } from "../retention/schedule";
 import { scheduleReplayWorker } from "../replay/executor";
 import { pageHeaders } from "../http/headers";
 import { KeywardError } from "../errors";
@@ -105,10 +106,10 @@ export async function startServer(options: { build?: boolean } = {}): Promise<vo
   const address = server.address();
   const port = typeof address === "object" && address ? address.port : env.PORT;
   console.log(`[keyward] console and API on http://${env.HOSTNAME}:${port}`);
-  const stopPartitions = scheduleAuditPartitions((msg) => console.error(`[keyward] ${msg}`));
-  const stopSampler = scheduleMetricsSampler((msg) => console.error(`[keyward] ${msg}`));
-  const stopPruning = schedulePruning((msg) => console.error(`[keyward] ${msg}`));
-  const stopReplays = scheduleReplayWorker((msg) => console.error(`[keyward] ${msg}`));
+  const log = (msg: string) => console.error(`[keyward] ${msg}`);
+  // The periodic jobs (lib/jobs/registry.ts); the replay worker polls through a registry of its own.
+  const jobs = startJobs([auditPartitionsJob(), metricsSamplerJob(), pruningJob(log)], log);
+  const stopReplays = scheduleReplayWorker(log);
   await printFirstStartHints();
 
   let stopping = false;
@@ -116,9 +117,8 @@ export async function startServer(options: { build?: boolean } = {}): Promise<vo
     if (stopping) return;
     stopping = true;
     console.log(`[keyward] ${signal}: shutting down`);
-    stopPartitions();
-    const samplerStopped = stopSampler();
-    const pruningStopped = stopPruning();
+    // A prune run in progress ends after its current batch, a sample commits or rolls back.
+    const jobsStopped = jobs.stop();
     // Deliveries in flight are aborted and their items put back (a restart resumes them).
     const replaysStopped = stopReplays();
     // Let requests in flight finish (a committed claim must get its answer), then cut what is left.
@@ -126,10 +126,9 @@ export async function startServer(options: { build?: boolean } = {}): Promise<vo
     server.closeIdleConnections();
     const drained = await Promise.race([closed.then(() => true), new Promise((r) => setTimeout(() => r(false), 10_000))]);
     if (!drained) server.closeAllConnections();
-    await pruningStopped; // a run in progress ends after its current batch, before the pool closes
+    await jobsStopped; // before the pool closes
     await replaysStopped;
     await flushClaimCounts().catch(() => {});
-    await samplerStopped; // a sample in progress commits or rolls back before the pool closes
     await closeDb();
     await database.close();
     process.exit(0);

@@ -12,7 +12,7 @@ import { auditSearchQuery, type AuditRow } from "../../lib/audit/schema";
 import { claimEvent } from "../../lib/claims/claim";
 import { completeClaim, releaseClaim } from "../../lib/claims/settle";
 import { pruneExpiredKeys } from "../../lib/retention/prune";
-import { makeSource, sql, uniq } from "../setup/db";
+import { makeSource, sql, uniq, untilDatabaseClockPasses } from "../setup/db";
 import { makeApiKey } from "../setup/http";
 import { usePrivateDatabase } from "../setup/private-db";
 import { stopServer, type Server } from "../setup/server";
@@ -142,7 +142,7 @@ describe("GET /api/v1/events/{source}/{eventId}", () => {
     const source = await makeSource(1);
     const eventId = uniq("pruned");
     const claimed = await claimEvent({ source, eventId, eventType: "invoice.paid" }, { actor: "apikey:billing" });
-    await new Promise((r) => setTimeout(r, 1200)); // let the 1 s TTL pass (by the database clock)
+    await untilDatabaseClockPasses(claimed.expiresAt); // the 1 s TTL (its end is in the audit history too)
     await pruneExpiredKeys({ trigger: "cli", pauseMs: 0 });
     const [{ n }] = await sql<{ n: number }>("SELECT count(*)::int AS n FROM dedup_keys WHERE source = $1", [source]);
     expect(n).toBe(0);
@@ -215,11 +215,7 @@ describe("CSV export", () => {
     await new Promise((r) => setTimeout(r, 300)); // a reader that pauses: nothing is read ahead meanwhile
     expect(batches.length).toBeLessThanOrEqual(2);
     let bytes = first.value!.byteLength;
-    for (;;) {
-      const { done, value } = await reader.read();
-      if (done) break;
-      bytes += value.byteLength;
-    }
+    for (let chunk = await reader.read(); !chunk.done; chunk = await reader.read()) bytes += chunk.value.byteLength;
     expect(batches.reduce((a, b) => a + b, 0)).toBe(ROWS + 1);
     expect(Math.max(...batches)).toBe(1000);
     expect(batches.length).toBe(Math.ceil((ROWS + 1) / 1000) + ((ROWS + 1) % 1000 === 0 ? 1 : 0));

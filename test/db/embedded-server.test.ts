@@ -8,7 +8,7 @@
 import net from "node:net";
 import { PGlite } from "@electric-sql/pglite";
 import pg from "pg";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { EmbeddedServer } from "../../lib/db/embedded-server";
 
 let db: PGlite;
@@ -58,8 +58,7 @@ async function raw(): Promise<{ socket: net.Socket; received: () => string; send
   const len = Buffer.alloc(4);
   len.writeInt32BE(body.length + 4);
   socket.write(Buffer.concat([len, body]));
-  for (let i = 0; i < 100 && !data.includes("Z\0\0\0\x05I"); i++) await sleep(20);
-  expect(data).toContain("Z\0\0\0\x05I"); // ReadyForQuery: started
+  await vi.waitFor(() => expect(data).toContain("Z\0\0\0\x05I"), { timeout: 2000, interval: 20 }); // ReadyForQuery: started
   data = "";
   return { socket, received: () => data, send: (b) => socket.write(b) };
 }
@@ -74,7 +73,7 @@ describe("EmbeddedServer", () => {
       b.send(Buffer.concat([parse("SELECT 'from B' AS who"), bind(), execute(), sync()]));
       await sleep(100);
       a.send(Buffer.concat([bind(), execute(), sync()]));
-      for (let i = 0; i < 100 && !a.received().includes("Z\0\0\0\x05I"); i++) await sleep(20);
+      await vi.waitFor(() => expect(a.received()).toContain("Z\0\0\0\x05I"), { timeout: 2000, interval: 20 });
       expect(a.received()).toContain("from A");
       expect(a.received()).not.toContain("from B");
       expect(b.received()).toContain("from B");

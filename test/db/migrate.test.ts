@@ -61,6 +61,28 @@ describe("migrate", () => {
     }
   });
 
+  it("skips the engine only when nothing is pending: a new migration, or an applied one rolled back, is applied", async () => {
+    const db = await freshDatabase();
+    const dir = await mkdtemp(path.join(os.tmpdir(), "keyward-migrations-"));
+    try {
+      await cp(MIGRATIONS_DIR, dir, { recursive: true });
+      expect((await migrate(db.url, dir)).length).toBeGreaterThan(0);
+      expect(await migrate(db.url, dir)).toEqual([]);
+      await mkdir(path.join(dir, "20991231000000_extra"));
+      await writeFile(path.join(dir, "20991231000000_extra", "migration.sql"), "CREATE TABLE migrate_extra (x int);\n");
+      expect(await migrate(db.url, dir)).toEqual(["20991231000000_extra"]);
+      expect(await migrate(db.url, dir)).toEqual([]);
+      // Recorded as rolled back (what `prisma migrate resolve --rolled-back` does): applied again.
+      await db.run("DROP TABLE migrate_extra");
+      await db.run("UPDATE _prisma_migrations SET rolled_back_at = now() WHERE migration_name = '20991231000000_extra'");
+      expect(await migrate(db.url, dir)).toEqual(["20991231000000_extra"]);
+      expect((await db.run("SELECT to_regclass('migrate_extra') IS NOT NULL AS present")).rows).toEqual([{ present: true }]);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+      await db.drop();
+    }
+  });
+
   it("rolls a failing migration back whole, then refuses to continue with a clear message", async () => {
     const db = await freshDatabase();
     const dir = await mkdtemp(path.join(os.tmpdir(), "keyward-migrations-"));

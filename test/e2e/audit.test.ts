@@ -5,70 +5,36 @@
  * deletes every expired key, and other files keep expired keys on purpose. No page may report a browser
  * error (a CSP violation is one).
  */
-import type { Browser, BrowserContext, Page } from "playwright-core";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { cliPrincipal } from "../../lib/auth/principal";
+import type { Page } from "playwright-core";
+import { beforeAll, describe, expect, it } from "vitest";
 import type { Role } from "../../lib/auth/roles";
-import { createUser } from "../../lib/auth/users";
 import { pruneExpiredKeys } from "../../lib/retention/prune";
 import { call } from "../setup/auth";
-import { launchChromium, openPage as openBrowserPage } from "../setup/browser";
-import { makeSource, sql, uniq } from "../setup/db";
+import { makeSource, sql, uniq, untilDatabaseClockPasses } from "../setup/db";
+import { useConsoleServer } from "../setup/e2e";
 import { makeApiKey } from "../setup/http";
 import { usePrivateDatabase } from "../setup/private-db";
-import { baseEnv, freePort, startKeyward, stopServer, type Server } from "../setup/server";
 
-const PASSWORD = "correct-horse-battery";
 const BROWSER_TEST_MS = 60_000;
 
-usePrivateDatabase();
-let browser: Browser | undefined;
-let baseUrl: string;
+usePrivateDatabase(); // first: its database is dropped after the server has stopped
+const e2e = useConsoleServer();
 let claimKey: string;
-const spawned: Server[] = [];
-const contexts: BrowserContext[] = [];
 
 beforeAll(async () => {
-  const port = await freePort();
-  baseUrl = `http://127.0.0.1:${port}`;
-  await startKeyward(
-    Object.assign(baseEnv(), { PORT: String(port), HOSTNAME: "127.0.0.1", KEYWARD_TRUST_PROXY: "true" }),
-    spawned,
-  );
-  browser = await launchChromium();
-  await makeUser("admin"); // with no admin yet, the sign-in page offers the first-run setup instead
   claimKey = (await makeApiKey(["claims:write"])).key;
-}, 660_000);
-
-afterAll(async () => {
-  for (const c of contexts) await c.close().catch(() => {});
-  await browser?.close();
-  for (const s of spawned) await stopServer(s); // before the private database is dropped
-}, 30_000);
-
-async function makeUser(role: Role): Promise<string> {
-  const { user } = await createUser({ username: uniq(role), role, password: PASSWORD }, cliPrincipal());
-  return user.username;
-}
+});
 
 async function claim(source: string, eventId: string, eventType = "invoice.paid"): Promise<any> {
-  const res = await call(baseUrl, "POST", "/api/v1/claims", { key: claimKey, body: { source, eventId, eventType } });
+  const res = await call(e2e.baseUrl, "POST", "/api/v1/claims", { key: claimKey, body: { source, eventId, eventType } });
   if (res.status !== 200 && res.status !== 201) throw new Error(`claim failed: ${res.status} ${res.text}`);
   return res.body;
 }
 
 /** A viewer (or `role`) signs in on the sign-in page and opens the Audit screen from the navigation. */
 async function viewerOnAudit(role: Role = "viewer"): Promise<{ page: Page; errors: string[] }> {
-  const opened = await openBrowserPage(browser!, contexts);
-  const { page } = opened;
-  const username = await makeUser(role);
-  await page.goto(baseUrl + "/sign-in");
-  await page.getByLabel("Username", { exact: true }).fill(username);
-  await page.getByLabel("Password", { exact: true }).fill(PASSWORD);
-  await page.getByRole("button", { name: "Sign in", exact: true }).click();
-  await page.waitForURL(baseUrl + "/");
-  await page.getByRole("navigation", { name: "Console" }).getByRole("link", { name: "Audit" }).click();
-  await page.waitForURL(baseUrl + "/audit");
+  const opened = await e2e.openPage();
+  await e2e.signInAs(opened.page, role, "Audit");
   return opened;
 }
 
@@ -86,7 +52,7 @@ describe("the Audit screens in Chromium", () => {
       await page.getByLabel("Event id", { exact: true }).fill(eventId);
       await page.getByLabel("Source", { exact: true }).selectOption(source);
       await page.getByRole("button", { name: "Search", exact: true }).click();
-      await page.waitForURL(`${baseUrl}/events/${encodeURIComponent(source)}/${encodeURIComponent(eventId)}`);
+      await page.waitForURL(`${e2e.baseUrl}/events/${encodeURIComponent(source)}/${encodeURIComponent(eventId)}`);
       await expect.poll(() => page.getByRole("heading", { level: 1 }).textContent()).toBe(eventId);
       const answer = page.getByRole("region", { name: "Answer" });
       await answer.getByText(/Processed at .*; key alive until /).waitFor();
@@ -98,7 +64,7 @@ describe("the Audit screens in Chromium", () => {
       expect(await timeline.textContent()).toContain(claimed.expiresAt.slice(0, 19)); // detail.expiresAt shown
 
       // Back to the search, by source only: a results table whose event ids link to their pages.
-      await page.goto(`${baseUrl}/audit?source=${source}`);
+      await page.goto(`${e2e.baseUrl}/audit?source=${source}`);
       const table = page.getByRole("table");
       await table.getByRole("row").nth(4).waitFor();
       expect(await table.getByRole("row").count()).toBe(5); // header + 4 claims
@@ -117,7 +83,7 @@ describe("the Audit screens in Chromium", () => {
       const source = await makeSource(1);
       const eventId = uniq("pruned");
       const claimed = await claim(source, eventId);
-      await new Promise((r) => setTimeout(r, 1200)); // let the 1 s TTL pass
+      await untilDatabaseClockPasses(claimed.expiresAt); // the 1 s TTL (its end is in the audit history too)
       await pruneExpiredKeys({ trigger: "cli", pauseMs: 0 });
       const [{ n }] = await sql<{ n: number }>("SELECT count(*)::int AS n FROM dedup_keys WHERE source = $1", [source]);
       expect(n).toBe(0);
@@ -133,7 +99,7 @@ describe("the Audit screens in Chromium", () => {
       const expiresAt = page.locator(`time[datetime="${claimed.expiresAt}"]`);
       expect(await expiresAt.count()).toBeGreaterThan(0);
 
-      await page.goto(`${baseUrl}/events/${source}/never-${uniq()}`);
+      await page.goto(`${e2e.baseUrl}/events/${source}/never-${uniq()}`);
       await page.getByText("Never seen: no key now and no claim in the audit history.").waitFor();
       await page.getByRole("heading", { name: "No audit rows" }).waitFor();
       expect(errors).toEqual([]);
@@ -146,20 +112,20 @@ describe("the Audit screens in Chromium", () => {
     async () => {
       const source = await makeSource();
       const eventId = uniq("stuck");
-      const leased = await call(baseUrl, "POST", "/api/v1/claims", {
+      const leased = await call(e2e.baseUrl, "POST", "/api/v1/claims", {
         key: claimKey,
         body: { source, eventId, eventType: "invoice.paid", leaseSeconds: 600 },
       });
       expect(leased.status).toBe(201);
       const operatorKey = (await makeApiKey(["operator"])).key;
-      const released = await call(baseUrl, "POST", "/api/v1/claims/release", { key: operatorKey, body: { source, eventId } });
+      const released = await call(e2e.baseUrl, "POST", "/api/v1/claims/release", { key: operatorKey, body: { source, eventId } });
       expect(released.status).toBe(200);
 
       const { page, errors } = await viewerOnAudit("operator");
       await page.getByRole("navigation", { name: "Console" }).getByRole("link", { name: "Activity" }).click();
-      await page.waitForURL(baseUrl + "/activity");
+      await page.waitForURL(e2e.baseUrl + "/activity");
       await page.getByRole("link", { name: `${source}/${eventId}` }).click();
-      await page.waitForURL(`${baseUrl}/events/${source}/${eventId}`);
+      await page.waitForURL(`${e2e.baseUrl}/events/${source}/${eventId}`);
       const answer = page.getByRole("region", { name: "Answer" });
       await answer.getByText(/^Claimed at .* and released at .*: the key was deleted/).waitFor();
       const timeline = page.getByRole("list", { name: "Audit timeline, oldest first" });
@@ -174,9 +140,9 @@ describe("the Audit screens in Chromium", () => {
     "a search that matches nothing says so, and a bad filter shows the server's message",
     async () => {
       const { page, errors } = await viewerOnAudit();
-      await page.goto(`${baseUrl}/audit?source=${await makeSource()}`);
+      await page.goto(`${e2e.baseUrl}/audit?source=${await makeSource()}`);
       await page.getByRole("heading", { name: "No audit row matches" }).waitFor();
-      await page.goto(`${baseUrl}/audit?kind=NOT%20A%20KIND`);
+      await page.goto(`${e2e.baseUrl}/audit?kind=NOT%20A%20KIND`);
       await page.getByRole("alert").getByText(/kind: must be a kind such as/).waitFor();
       expect(errors.filter((e) => !/422/.test(e))).toEqual([]);
     },

@@ -4,69 +4,20 @@
  * person does it: signing in on the sign-in page, clicking, reading the rendered page. Every page must
  * load without a browser error (a CSP violation is one).
  */
-import { type Browser, type BrowserContext, type Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { cliPrincipal } from "../../lib/auth/principal";
-import type { Role } from "../../lib/auth/roles";
-import { createUser } from "../../lib/auth/users";
 import { claimEvent } from "../../lib/claims/claim";
 import { flushClaimCounts } from "../../lib/metrics/claim-counts";
-import { launchChromium, openPage as openBrowserPage } from "../setup/browser";
 import { makeSource, uniq } from "../setup/db";
+import { useConsoleServer } from "../setup/e2e";
 import { oidcEnv, startOidcStub, type OidcStub } from "../setup/oidc-stub";
-import { baseEnv, freePort, startKeyward, stopServer, type Server } from "../setup/server";
 
-const PASSWORD = "correct-horse-battery";
 const BROWSER_TEST_MS = 60_000;
 
-let server: Server | undefined;
-let browser: Browser | undefined;
-let baseUrl: string;
-const spawned: Server[] = [];
-const contexts: BrowserContext[] = [];
-
-beforeAll(async () => {
-  const port = await freePort();
-  baseUrl = `http://127.0.0.1:${port}`;
-  server = await startKeyward(
-    Object.assign(baseEnv(), {
-      DATABASE_URL: process.env.DATABASE_URL,
-      PORT: String(port),
-      HOSTNAME: "127.0.0.1",
-      // Each browser context below claims its own client address, so sign-in throttling (per address, in
-      // the shared database) never counts one test's failures, or another file's, against another test.
-      KEYWARD_TRUST_PROXY: "true",
-    }),
-    spawned,
-  );
-  browser = await launchChromium();
-}, 660_000);
-
-afterAll(async () => {
-  for (const c of contexts) await c.close().catch(() => {});
-  await browser?.close();
-  for (const s of spawned) await stopServer(s);
-}, 30_000);
-
-/** A person with this role and PASSWORD, created as the CLI would. */
-async function makeUser(role: Role): Promise<string> {
-  const { user } = await createUser({ username: uniq(role), role, password: PASSWORD }, cliPrincipal());
-  return user.username;
-}
-
-const openPage = () => openBrowserPage(browser!, contexts);
-
-/** Signs in on the sign-in page, as a person would, and waits for the Overview. */
-async function signIn(page: Page, username: string, password = PASSWORD): Promise<void> {
-  await page.goto(baseUrl + "/sign-in");
-  await page.getByLabel("Username", { exact: true }).fill(username);
-  await page.getByLabel("Password", { exact: true }).fill(password);
-  await page.getByRole("button", { name: "Sign in", exact: true }).click();
-  await page.waitForURL(baseUrl + "/");
-}
+const e2e = useConsoleServer();
+const { makeUser, openPage, signIn } = e2e;
 
 async function keyStatus(key: string): Promise<number> {
-  const res = await fetch(`${baseUrl}/api/v1/claims/x/y`, { headers: { authorization: `Bearer ${key}` } });
+  const res = await fetch(`${e2e.baseUrl}/api/v1/claims/x/y`, { headers: { authorization: `Bearer ${key}` } });
   await res.body?.cancel();
   return res.status;
 }
@@ -75,8 +26,8 @@ describe("the console in Chromium", () => {
   it("sends someone not signed in to the sign-in page, which shows the form once an admin exists", async () => {
     await makeUser("admin");
     const { page, errors } = await openPage();
-    await page.goto(baseUrl + "/api-keys");
-    await page.waitForURL(baseUrl + "/sign-in");
+    await page.goto(e2e.baseUrl + "/api-keys");
+    await page.waitForURL(e2e.baseUrl + "/sign-in");
     await expect(page.getByLabel("Username", { exact: true }).isVisible()).resolves.toBe(true);
     await expect(page.getByLabel("Password", { exact: true }).isVisible()).resolves.toBe(true);
     expect(await page.getByText("Create the first admin").count()).toBe(0);
@@ -87,7 +38,7 @@ describe("the console in Chromium", () => {
   it("shows the server's refusal when the password is wrong, and stays on the sign-in page", async () => {
     const username = await makeUser("viewer");
     const { page, errors } = await openPage();
-    await page.goto(baseUrl + "/sign-in");
+    await page.goto(e2e.baseUrl + "/sign-in");
     await page.getByLabel("Username", { exact: true }).fill(username);
     await page.getByLabel("Password", { exact: true }).fill("not-the-password");
     await page.getByRole("button", { name: "Sign in", exact: true }).click();
@@ -125,10 +76,10 @@ describe("the console in Chromium", () => {
     }
     expect(await page.getByRole("button", { name: /create|revoke|disable|enable|reset/i }).count()).toBe(0);
 
-    await page.goto(baseUrl + "/api-keys");
+    await page.goto(e2e.baseUrl + "/api-keys");
     await page.getByRole("heading", { name: "You need the admin role" }).waitFor();
     expect(await page.getByRole("button", { name: /create|revoke/i }).count()).toBe(0);
-    await page.goto(baseUrl + "/activity");
+    await page.goto(e2e.baseUrl + "/activity");
     await page.getByRole("heading", { name: "You need the operator role" }).waitFor();
     expect(errors).toEqual([]);
   }, BROWSER_TEST_MS);
@@ -140,7 +91,7 @@ describe("the console in Chromium", () => {
     const nav = page.getByRole("navigation", { name: "Console" });
     expect(await nav.getByRole("link", { name: "Users" }).count()).toBe(0);
     await nav.getByRole("link", { name: "Activity" }).click();
-    await page.waitForURL(baseUrl + "/activity");
+    await page.waitForURL(e2e.baseUrl + "/activity");
 
     await page.getByLabel("Actor", { exact: true }).fill(`user:${username}`);
     await page.getByRole("button", { name: "Filter", exact: true }).click();
@@ -151,9 +102,9 @@ describe("the console in Chromium", () => {
     expect(await details.innerText()).toMatch(/Address\s+198\.18\./);
 
     await page.getByRole("button", { name: "Sign out" }).click();
-    await page.waitForURL(baseUrl + "/sign-in");
-    await page.goto(baseUrl + "/");
-    await page.waitForURL(baseUrl + "/sign-in");
+    await page.waitForURL(e2e.baseUrl + "/sign-in");
+    await page.goto(e2e.baseUrl + "/");
+    await page.waitForURL(e2e.baseUrl + "/sign-in");
     expect(errors).toEqual([]);
   }, BROWSER_TEST_MS);
 
@@ -162,7 +113,7 @@ describe("the console in Chromium", () => {
     const { page, errors } = await openPage();
     await signIn(page, admin);
     await page.getByRole("navigation", { name: "Console" }).getByRole("link", { name: "API keys" }).click();
-    await page.waitForURL(baseUrl + "/api-keys");
+    await page.waitForURL(e2e.baseUrl + "/api-keys");
 
     const name = uniq("ui-key");
     await page.getByLabel("Name", { exact: true }).fill(name);
@@ -192,7 +143,7 @@ describe("the console in Chromium", () => {
     const admin = await makeUser("admin");
     const { page, errors } = await openPage();
     await signIn(page, admin);
-    await page.goto(baseUrl + "/users");
+    await page.goto(e2e.baseUrl + "/users");
     const username = uniq("new");
     await page.getByLabel("Username", { exact: true }).fill(username);
     await page.getByLabel("Role", { exact: true }).selectOption("operator");
@@ -215,7 +166,7 @@ describe("the console in Chromium", () => {
     await row.getByText("Disabled").waitFor();
     // Their session ended with the change: the next page they load is the sign-in page.
     await other.page.reload();
-    await other.page.waitForURL(baseUrl + "/sign-in");
+    await other.page.waitForURL(e2e.baseUrl + "/sign-in");
     expect(errors).toEqual([]);
     expect(other.errors).toEqual([]);
   }, BROWSER_TEST_MS);
@@ -227,17 +178,7 @@ describe("single sign-on in Chromium", () => {
 
   beforeAll(async () => {
     stub = await startOidcStub();
-    const port = await freePort();
-    ssoUrl = `http://127.0.0.1:${port}`;
-    await startKeyward(
-      Object.assign(baseEnv(), {
-        DATABASE_URL: process.env.DATABASE_URL,
-        PORT: String(port),
-        HOSTNAME: "127.0.0.1",
-        ...oidcEnv(stub),
-      }),
-      spawned,
-    );
+    ssoUrl = await e2e.startAnother(oidcEnv(stub));
   }, 120_000);
 
   afterAll(async () => {

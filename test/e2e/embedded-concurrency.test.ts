@@ -254,15 +254,10 @@ describe("the embedded database under concurrent load", () => {
 
     // Claims keep coming while the replay runs.
     const claimsDuring = raceSingleClaims(8, idsFor("r8", 30));
-    let replay: any;
-    const deadline = Date.now() + 60_000;
-    for (;;) {
-      replay = (await call(baseUrl, "GET", `/api/v1/replays/${started.body.replayId}`, { key })).body;
-      if (replay.status === "completed" || Date.now() > deadline) break;
-      await new Promise((r) => setTimeout(r, 200));
-    }
+    const replayNow = async () => (await call(baseUrl, "GET", `/api/v1/replays/${started.body.replayId}`, { key })).body;
+    await expect.poll(async () => (await replayNow()).status, { timeout: 60_000, interval: 200 }).toBe("completed");
+    const replay = await replayNow();
     expectExactlyOnce(await claimsDuring, idsFor("r8", 30));
-    expect(replay.status).toBe("completed");
     expect(replay.counts).toMatchObject({ delivered: 37, failed: 0, pending: 0, delivering: 0, skipped_unsafe: 0 });
     const counts = receiver.snapshot();
     expect(Object.keys(counts.processed).sort()).toEqual([...ids].sort());

@@ -4,16 +4,14 @@
  * rendered charts (lines and bars drawn, tooltips showing those values), with no browser console error
  * (CSP violations included).
  */
-import type { Browser, BrowserContext, Locator, Page } from "playwright-core";
+import type { BrowserContext, Locator, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { sql } from "../setup/db";
-import { launchChromium, signedInContext } from "../setup/browser";
-import { baseEnv, freePort, startKeyward, stopServer, type Server } from "../setup/server";
+import { signedInContext } from "../setup/browser";
+import { useConsoleServer } from "../setup/e2e";
 
-let browser: Browser | undefined;
+const e2e = useConsoleServer();
 let context: BrowserContext | undefined;
-let baseUrl: string;
-const spawned: Server[] = [];
 
 // Minutes back from now that this file writes: the chart's right end, which other servers' samplers
 // (writing only the current minute) never touch again.
@@ -21,12 +19,7 @@ const SAMPLE_MINUTES = [12, 11, 10, 9, 8, 7, 6, 5, 4, 3];
 const RUN_MINUTES = [10, 7, 4];
 
 beforeAll(async () => {
-  const port = await freePort();
-  baseUrl = `http://127.0.0.1:${port}`;
-  const env = Object.assign(baseEnv(), { DATABASE_URL: process.env.DATABASE_URL, PORT: String(port), HOSTNAME: "127.0.0.1" });
-  await startKeyward(env, spawned);
-  browser = await launchChromium();
-  context = await signedInContext(browser, baseUrl);
+  context = await signedInContext(e2e.browser, e2e.baseUrl);
 
   // Upserts: another test's server may have sampled these minutes while it ran.
   await sql(
@@ -53,9 +46,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await context?.close();
-  await browser?.close();
-  for (const s of spawned) await stopServer(s);
-}, 30_000);
+});
 
 function chart(page: Page, title: string): Locator {
   return page.locator(`section.chart-card[aria-label="${title}"]`);
@@ -88,7 +79,7 @@ describe("the Overview's charts in Chromium", () => {
     const errors: string[] = [];
     page.on("pageerror", (e) => errors.push(String(e)));
     page.on("console", (m) => m.type() === "error" && errors.push(m.text()));
-    await page.goto(`${baseUrl}/?range=1h`);
+    await page.goto(`${e2e.baseUrl}/?range=1h`);
 
     const size = chart(page, "Dedup table size");
     const backlog = chart(page, "Expiry backlog");

@@ -108,9 +108,7 @@ describe("keyward start", () => {
       spawned,
     );
 
-    const deadline = Date.now() + 20_000;
-    while ((await countKeys(source)) > 3 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 200));
-    expect(await countKeys(source)).toBe(3);
+    await expect.poll(() => countKeys(source), { timeout: 20_000, interval: 200 }).toBe(3);
     const [scheduled] = await sql<{ rows: number; actor: string }>(
       "SELECT rows, actor FROM prune_runs WHERE trigger = 'schedule' AND rows > 0 ORDER BY id DESC LIMIT 1",
     );

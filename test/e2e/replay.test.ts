@@ -7,76 +7,32 @@
  * a signing secret on the Sources screen; a viewer sees the lists but no action. No page may report a
  * browser error.
  */
-import type { Browser, BrowserContext, Locator, Page } from "playwright-core";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { Locator, Page } from "playwright-core";
+import { afterAll, describe, expect, it } from "vitest";
 import { cliPrincipal } from "../../lib/auth/principal";
-import type { Role } from "../../lib/auth/roles";
-import { createUser } from "../../lib/auth/users";
 import { claimEvent } from "../../lib/claims/claim";
 import { rotateSigningSecret } from "../../lib/sources/signing-secret";
 import { createSource, updateSource } from "../../lib/sources/sources";
 import { call } from "../setup/auth";
-import { launchChromium, openPage as openBrowserPage } from "../setup/browser";
 import { sql, uniq } from "../setup/db";
+import { useConsoleServer } from "../setup/e2e";
 import { expireKey, makeApiKey } from "../setup/http";
 import { startReceiver, type Receiver } from "../setup/receiver";
-import { baseEnv, freePort, startKeyward, stopServer, type Server } from "../setup/server";
 import { createSourceRequest } from "../../lib/sources/schema";
 import { parseInput } from "../../lib/http/validate";
 
-const PASSWORD = "correct-horse-battery";
 const BROWSER_TEST_MS = 120_000;
 
-let browser: Browser | undefined;
-let baseUrl: string;
-const spawned: Server[] = [];
-const contexts: BrowserContext[] = [];
+const e2e = useConsoleServer({
+  // The replay worker runs in the server process (on by default; said here so the test does not depend on it).
+  KEYWARD_REPLAY_WORKER: "true",
+  KEYWARD_REPLAY_POLL_MS: "100",
+});
 const receivers: Receiver[] = [];
 
-beforeAll(async () => {
-  const port = await freePort();
-  baseUrl = `http://127.0.0.1:${port}`;
-  await startKeyward(
-    Object.assign(baseEnv(), {
-      DATABASE_URL: process.env.DATABASE_URL,
-      PORT: String(port),
-      HOSTNAME: "127.0.0.1",
-      KEYWARD_TRUST_PROXY: "true",
-      // The replay worker runs in the server process (on by default; said here so the test does not depend on it).
-      KEYWARD_REPLAY_WORKER: "true",
-      KEYWARD_REPLAY_POLL_MS: "100",
-    }),
-    spawned,
-  );
-  browser = await launchChromium();
-  await makeUser("admin");
-}, 660_000);
-
 afterAll(async () => {
-  for (const c of contexts) await c.close().catch(() => {});
-  await browser?.close();
   for (const r of receivers) await r.stop().catch(() => {});
-  for (const s of spawned) await stopServer(s);
-}, 30_000);
-
-async function makeUser(role: Role): Promise<string> {
-  const { user } = await createUser({ username: uniq(role), role, password: PASSWORD }, cliPrincipal());
-  return user.username;
-}
-
-const openPage = () => openBrowserPage(browser!, contexts);
-
-/** Signs in on the sign-in page as a person would, then opens a screen from the navigation. */
-async function signInTo(page: Page, role: Role, screen: "Replay" | "Sources"): Promise<void> {
-  const username = await makeUser(role);
-  await page.goto(baseUrl + "/sign-in");
-  await page.getByLabel("Username", { exact: true }).fill(username);
-  await page.getByLabel("Password", { exact: true }).fill(PASSWORD);
-  await page.getByRole("button", { name: "Sign in", exact: true }).click();
-  await page.waitForURL(baseUrl + "/");
-  await page.getByRole("navigation", { name: "Console" }).getByRole("link", { name: screen }).click();
-  await page.waitForURL(`${baseUrl}/${screen.toLowerCase()}`);
-}
+});
 
 /**
  * A source on the stripe preset (TTL 7d, replay margin 2d23h55m, which is the default replay window)
@@ -90,7 +46,7 @@ async function seedScenario(): Promise<{ source: string; receiver: Receiver; ids
   const source = uniq("rp");
   await createSource(parseInput(createSourceRequest, { name: source, preset: "stripe" }), cliPrincipal());
   const claimsKey = await makeApiKey(["claims:write"]);
-  const receiver = await startReceiver({ keywardUrl: baseUrl, apiKey: claimsKey.key, source });
+  const receiver = await startReceiver({ keywardUrl: e2e.baseUrl, apiKey: claimsKey.key, source });
   receivers.push(receiver);
   await updateSource(source, { replayDestination: receiver.url }, cliPrincipal());
   const { secret } = await rotateSigningSecret(source, cliPrincipal());
@@ -120,7 +76,7 @@ async function seedScenario(): Promise<{ source: string; receiver: Receiver; ids
     error: i % 2 === 0 ? "handler timeout after 30s" : "upstream 503",
     attempts: 5,
   }));
-  const res = await call(baseUrl, "POST", "/api/v1/dead-letters/batch", { key: dlKey.key, body: { items } });
+  const res = await call(e2e.baseUrl, "POST", "/api/v1/dead-letters/batch", { key: dlKey.key, body: { items } });
   expect(res.status).toBe(200);
   expect(res.body.results.every((r: { id?: string }) => typeof r.id === "string")).toBe(true);
   return { source, receiver, ids };
@@ -138,8 +94,8 @@ const ACTION_BUTTONS = /^(replay|run preflight|extend|start replay|pause|resume|
 describe("the Replay screen in Chromium", () => {
   it("takes an operator through the wizard: preflight counts, extend, confirm by count, progress, all delivered, the expired processed one not sent", async () => {
     const { source, receiver, ids } = await seedScenario();
-    const { page, errors } = await openPage();
-    await signInTo(page, "operator", "Replay");
+    const { page, errors } = await e2e.openPage();
+    await e2e.signInAs(page, "operator", "Replay");
 
     // The warning lists the expired key before the one expiring in 2 h.
     const risk = page.getByRole("region", { name: "Keys at risk" });
@@ -242,8 +198,8 @@ describe("the Replay screen in Chromium", () => {
 
   it("shows a viewer the dead letters, the warning and the replays, with no wizard or replay action", async () => {
     const { source, ids } = await seedScenario();
-    const { page, errors } = await openPage();
-    await signInTo(page, "viewer", "Replay");
+    const { page, errors } = await e2e.openPage();
+    await e2e.signInAs(page, "viewer", "Replay");
     await page.getByRole("region", { name: "Keys at risk" }).getByText(ids.gone).waitFor();
     const filters = page.getByRole("form", { name: "Filter dead letters" });
     await filters.getByLabel("Source", { exact: true }).selectOption(source);
@@ -260,8 +216,8 @@ describe("the Replay screen in Chromium", () => {
   it("lets an admin set a source's replay destination and generate its signing secret, shown once", async () => {
     const source = uniq("rp-src");
     await createSource(parseInput(createSourceRequest, { name: source, preset: "stripe" }), cliPrincipal());
-    const { page, errors } = await openPage();
-    await signInTo(page, "admin", "Sources");
+    const { page, errors } = await e2e.openPage();
+    await e2e.signInAs(page, "admin", "Sources");
     const card = page.getByRole("article", { name: source });
     await card.waitFor();
     expect(await card.innerText()).toMatch(/Replay destination\s*Not set/);

@@ -4,71 +4,20 @@
  * on the sign-in page; sources and claims made behind the screen go through the library. No page may
  * report a browser error (a CSP violation is one).
  */
-import type { Browser, BrowserContext, Locator, Page } from "playwright-core";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { Locator, Page } from "playwright-core";
+import { describe, expect, it } from "vitest";
 import { cliPrincipal } from "../../lib/auth/principal";
-import type { Role } from "../../lib/auth/roles";
-import { createUser } from "../../lib/auth/users";
 import { claimEvent } from "../../lib/claims/claim";
 import { createSource, updateSource } from "../../lib/sources/sources";
-import { launchChromium, openPage as openBrowserPage } from "../setup/browser";
 import { sql, uniq } from "../setup/db";
-import { baseEnv, freePort, startKeyward, stopServer, type Server } from "../setup/server";
+import { useConsoleServer } from "../setup/e2e";
 import { createSourceRequest } from "../../lib/sources/schema";
 import { parseInput } from "../../lib/http/validate";
 
-const PASSWORD = "correct-horse-battery";
 const BROWSER_TEST_MS = 60_000;
 const d = 86400;
 
-let browser: Browser | undefined;
-let baseUrl: string;
-const spawned: Server[] = [];
-const contexts: BrowserContext[] = [];
-
-beforeAll(async () => {
-  const port = await freePort();
-  baseUrl = `http://127.0.0.1:${port}`;
-  await startKeyward(
-    Object.assign(baseEnv(), {
-      DATABASE_URL: process.env.DATABASE_URL,
-      PORT: String(port),
-      HOSTNAME: "127.0.0.1",
-      // Each browser context claims its own client address, so sign-in throttling (per address, in the
-      // shared database) never counts another test's sign-ins against this one.
-      KEYWARD_TRUST_PROXY: "true",
-    }),
-    spawned,
-  );
-  browser = await launchChromium();
-  // With no admin yet, the sign-in page offers the first-run setup instead of its form.
-  await makeUser("admin");
-}, 660_000);
-
-afterAll(async () => {
-  for (const c of contexts) await c.close().catch(() => {});
-  await browser?.close();
-  for (const s of spawned) await stopServer(s);
-}, 30_000);
-
-async function makeUser(role: Role): Promise<string> {
-  const { user } = await createUser({ username: uniq(role), role, password: PASSWORD }, cliPrincipal());
-  return user.username;
-}
-
-const openPage = () => openBrowserPage(browser!, contexts);
-
-/** Signs in on the sign-in page as a person would, then opens the Sources screen. */
-async function signInToSources(page: Page, role: Role): Promise<void> {
-  const username = await makeUser(role);
-  await page.goto(baseUrl + "/sign-in");
-  await page.getByLabel("Username", { exact: true }).fill(username);
-  await page.getByLabel("Password", { exact: true }).fill(PASSWORD);
-  await page.getByRole("button", { name: "Sign in", exact: true }).click();
-  await page.waitForURL(baseUrl + "/");
-  await page.getByRole("navigation", { name: "Console" }).getByRole("link", { name: "Sources" }).click();
-  await page.waitForURL(baseUrl + "/sources");
-}
+const e2e = useConsoleServer();
 
 const card = (page: Page, name: string): Locator => page.getByRole("article", { name });
 
@@ -77,8 +26,8 @@ const ACTION_BUTTONS = /^(create source|edit|extend|save changes)/i;
 
 describe("the Sources screen in Chromium", () => {
   it("lets an admin create a source from the stripe preset (TTL 7d) and set a dead-letter retention that draws a warning", async () => {
-    const { page, errors } = await openPage();
-    await signInToSources(page, "admin");
+    const { page, errors } = await e2e.openPage();
+    await e2e.signInAs(page, "admin", "Sources");
     const name = uniq("ui-src");
     const create = page.getByRole("region", { name: "Create a source" });
 
@@ -137,8 +86,8 @@ describe("the Sources screen in Chromium", () => {
     await claimEvent({ source: name, eventId: "evt_1", eventType: "charge" });
     await updateSource(name, { preset: "stripe" }, cliPrincipal());
 
-    const { page, errors } = await openPage();
-    await signInToSources(page, "operator");
+    const { page, errors } = await e2e.openPage();
+    await e2e.signInAs(page, "operator", "Sources");
     const source = card(page, name);
     await source.waitFor();
     expect(await page.getByRole("button", { name: /^(create source|edit)/i }).count()).toBe(0);
@@ -159,8 +108,8 @@ describe("the Sources screen in Chromium", () => {
     const name = uniq("ui-view");
     await createSource(parseInput(createSourceRequest, { name, preset: "stripe", deadLetterRetentionSeconds: 30 * d }), cliPrincipal());
 
-    const { page, errors } = await openPage();
-    await signInToSources(page, "viewer");
+    const { page, errors } = await e2e.openPage();
+    await e2e.signInAs(page, "viewer", "Sources");
     const source = card(page, name);
     await source.waitFor();
     const text = await source.innerText();

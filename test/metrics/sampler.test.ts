@@ -3,7 +3,7 @@
  * they start run their own samplers), so assertions are about this file's own keys, sources and
  * minutes, or are lower bounds: "at least the keys inserted here".
  */
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { pool } from "../../lib/db/client";
 import { measure, takeSample, type SampleOptions, type SampleOutcome } from "../../lib/metrics/sampler";
 import { makeSource, sql, uniq } from "../setup/db";
@@ -18,13 +18,16 @@ async function freeMinute(daysAgo: number): Promise<Date> {
   return at;
 }
 
-/** takeSample, retried while a sampler elsewhere (another test's server) holds the lock for a moment. */
-async function sampleOnce(options: SampleOptions): Promise<SampleOutcome> {
-  for (;;) {
+/** Retried while a sampler elsewhere (another test's server) holds the lock for a moment. */
+const WHILE_LOCKED = { timeout: 10_000, interval: 20 };
+
+/** takeSample, retried while another sampler holds the lock. */
+function sampleOnce(options: SampleOptions): Promise<SampleOutcome> {
+  return vi.waitFor(async () => {
     const r = await takeSample(options);
-    if (r.outcome !== "locked") return r;
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
+    if (r.outcome === "locked") throw new Error("the sampler lock is held elsewhere");
+    return r;
+  }, WHILE_LOCKED);
 }
 
 async function samplesAt(at: Date): Promise<number> {
@@ -49,12 +52,12 @@ async function insertKeys(source: string, n: { expired: number; alive: number; l
 describe("takeSample", () => {
   it("writes one sample per minute even when two samplers run at once", async () => {
     const at = await freeMinute(3);
-    let results: SampleOutcome[];
-    for (;;) {
-      results = await Promise.all([takeSample({ at }), takeSample({ at })]);
-      // Both can lose the lock to a third sampler (another test's server) for a moment: then try again.
-      if (results.some((r) => r.outcome !== "locked")) break;
-    }
+    // Both can lose the lock to a third sampler (another test's server) for a moment: then try again.
+    const results = await vi.waitFor(async () => {
+      const both = await Promise.all([takeSample({ at }), takeSample({ at })]);
+      if (both.every((r) => r.outcome === "locked")) throw new Error("the sampler lock is held elsewhere");
+      return both;
+    }, WHILE_LOCKED);
     const outcomes = results.map((r) => r.outcome).sort();
     expect(outcomes.filter((o) => o === "written")).toHaveLength(1);
     expect(["exists", "locked"]).toContain(outcomes.find((o) => o !== "written"));

@@ -259,8 +259,7 @@ describe("partition mode", () => {
         await c.query("BEGIN");
         await c.query(statement, params);
         const claim = claimEvent({ source, eventId, eventType: "t" });
-        for (let i = 0; i < 200 && (await waitingClaims()) === 0; i++) await new Promise((r) => setTimeout(r, 25));
-        expect(await waitingClaims()).toBe(1); // the claim is queued behind the row lock
+        await expect.poll(waitingClaims, { timeout: 5000, interval: 25 }).toBe(1); // the claim is queued behind the row lock
         await c.query("COMMIT");
         return await claim;
       } finally {

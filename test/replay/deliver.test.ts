@@ -241,7 +241,7 @@ describe("deliverOnce", () => {
     const url = dest.on("/hang-abort", () => undefined);
     const ac = new AbortController();
     const pending = send(url, { signal: ac.signal, timeoutMs: 60_000 });
-    while (dest.hits("/hang-abort") === 0) await new Promise((r) => setTimeout(r, 5));
+    await expect.poll(() => dest.hits("/hang-abort"), { timeout: 5000, interval: 5 }).toBeGreaterThan(0);
     ac.abort();
     expect(await pending).toEqual({ ok: false, status: null, error: "aborted", retryable: true });
 
@@ -347,7 +347,8 @@ class VirtualClock implements LimiterClock {
   /** Moves time forward by `ms`, firing due timers (and letting resolved promises run) along the way. */
   async advance(ms: number) {
     const end = this.t + ms;
-    for (;;) {
+    for (let fired = 0; ; fired++) {
+      if (fired > 100_000) throw new Error("FakeClock: timers keep re-arming within the advance");
       this.timers.sort((a, b) => a.at - b.at || a.id - b.id);
       const next = this.timers[0];
       if (!next || next.at > end) break;

@@ -18,6 +18,9 @@ import { readyForReplay, seedDeadLetters, setKeyExpiry } from "../setup/replay";
 import { startReplayRequest } from "../../lib/replay/schema";
 import { parseInput } from "../../lib/http/validate";
 
+/** How long and how often the tests look for a replay's progress (a bound on waiting, not a speed check). */
+const POLL = { timeout: 30_000, interval: 100 };
+
 const ACTOR = cliPrincipal();
 
 type Mini = { url: string; processed: Map<string, number>; requests: number; badSignatures: number; close(): Promise<void>; failFirst: Set<string>; onRequest?: (id: string) => Promise<void> };
@@ -65,14 +68,6 @@ afterAll(async () => {
   for (const c of cleanup.reverse()) await c();
 });
 
-async function until(what: string, check: () => Promise<boolean>, ms = 30_000) {
-  const end = Date.now() + ms;
-  while (!(await check())) {
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
-
 async function setup(n: number, processedAlready: number) {
   const source = await makeSource(7 * 86400);
   const ref: { secret?: string } = {};
@@ -114,7 +109,7 @@ describe("the executor", () => {
     expect(pf.counts).toMatchObject({ alive: 5, never_processed: 7 });
     const { replayId } = await startReplay(parseInput(startReplayRequest, { preflightId: pf.preflightId, include: ["alive", "never_processed"], ratePerSecond: 200 }), uniq("k"), ACTOR);
     worker();
-    await until("completion", async () => (await getReplay(replayId)).status === "completed");
+    await expect.poll(async () => (await getReplay(replayId)).status, { ...POLL, message: "completion" }).toBe("completed");
     const r = await getReplay(replayId);
     expect(r.counts).toMatchObject({ delivered: 12, pending: 0, delivering: 0, failed: 0, skipped_unsafe: 0 });
     expect(r.finishedAt).not.toBeNull();
@@ -142,7 +137,7 @@ describe("the executor", () => {
     await setKeyExpiry(source, events[0], -1);
     rx.failFirst.add(events[1]);
     worker();
-    await until("completion", async () => (await getReplay(replayId)).status === "completed");
+    await expect.poll(async () => (await getReplay(replayId)).status, { ...POLL, message: "completion" }).toBe("completed");
     const r = await getReplay(replayId);
     expect(r.counts).toMatchObject({ delivered: 3, skipped_unsafe: 1 });
     const byEvent = Object.fromEntries(r.items.map((i) => [i.eventId, i]));
@@ -164,14 +159,14 @@ describe("the executor", () => {
     const pf = await createPreflight({ source }, ACTOR);
     const { replayId } = await startReplay(parseInput(startReplayRequest, { preflightId: pf.preflightId, include: ["never_processed"], ratePerSecond: 5, concurrency: 2 }), uniq("k"), ACTOR);
     const first = worker();
-    await until("a few deliveries", async () => (await getReplay(replayId)).counts.delivered >= 3);
+    await expect.poll(async () => (await getReplay(replayId)).counts.delivered, { ...POLL, message: "a few deliveries" }).toBeGreaterThanOrEqual(3);
     await first.stop();
     const mid = await getReplay(replayId);
     expect(mid.status).toBe("running");
     expect(mid.counts.delivering).toBe(0);
     expect(mid.counts.delivered).toBeLessThan(20);
     worker({ workerId: "second" });
-    await until("completion", async () => (await getReplay(replayId)).status === "completed", 60_000);
+    await expect.poll(async () => (await getReplay(replayId)).status, { ...POLL, timeout: 60_000, message: "completion" }).toBe("completed");
     const r = await getReplay(replayId);
     expect(r.counts.delivered).toBe(20);
     expect([...rx.processed.keys()].sort()).toEqual([...events].sort());
@@ -184,16 +179,16 @@ describe("the executor", () => {
     const { replayId } = await startReplay(parseInput(startReplayRequest, { preflightId: pf.preflightId, include: ["never_processed"], ratePerSecond: 4, concurrency: 1 }), uniq("k"), ACTOR);
     const { changeReplay } = await import("../../lib/replay/replays");
     worker();
-    await until("first delivery", async () => (await getReplay(replayId)).counts.delivered >= 1);
+    await expect.poll(async () => (await getReplay(replayId)).counts.delivered, { ...POLL, message: "first delivery" }).toBeGreaterThanOrEqual(1);
     await changeReplay(replayId, "pause", ACTOR);
-    await until("no delivery in flight", async () => (await getReplay(replayId)).counts.delivering === 0);
+    await expect.poll(async () => (await getReplay(replayId)).counts.delivering, { ...POLL, message: "no delivery in flight" }).toBe(0);
     const paused = await getReplay(replayId);
     await new Promise((r) => setTimeout(r, 700));
     // Nothing further is delivered while paused (at most the batch that was already leased).
     expect((await getReplay(replayId)).counts.delivered).toBe(paused.counts.delivered);
     expect(paused.counts.delivered).toBeLessThan(10);
     await changeReplay(replayId, "resume", ACTOR);
-    await until("completion", async () => (await getReplay(replayId)).status === "completed");
+    await expect.poll(async () => (await getReplay(replayId)).status, { ...POLL, message: "completion" }).toBe("completed");
     expect((await getReplay(replayId)).counts.delivered).toBe(10);
   });
 
@@ -209,7 +204,7 @@ describe("the executor", () => {
       [replayId],
     );
     worker();
-    await until("completion", async () => (await getReplay(replayId)).status === "completed");
+    await expect.poll(async () => (await getReplay(replayId)).status, { ...POLL, message: "completion" }).toBe("completed");
     const r = await getReplay(replayId);
     expect(r.counts.delivered).toBe(6);
     expect([...rx.processed.keys()].sort()).toEqual([...events].sort());
@@ -221,7 +216,7 @@ describe("the executor", () => {
     const { replayId } = await startReplay(parseInput(startReplayRequest, { preflightId: pf.preflightId, include: ["never_processed"], ratePerSecond: 100, concurrency: 8 }), uniq("k"), ACTOR);
     worker({ workerId: "w1" });
     worker({ workerId: "w2" });
-    await until("completion", async () => (await getReplay(replayId)).status === "completed");
+    await expect.poll(async () => (await getReplay(replayId)).status, { ...POLL, message: "completion" }).toBe("completed");
     expect(rx.requests).toBe(30);
     const audit = await sql<{ event_id: string; n: number }>(
       "SELECT event_id, count(*)::int AS n FROM audit_events WHERE source = $1 AND kind = 'replayed' GROUP BY event_id",
@@ -237,12 +232,13 @@ describe("the executor", () => {
     const { replayId } = await startReplay(parseInput(startReplayRequest, { preflightId: pf.preflightId, include: ["never_processed"], ratePerSecond: 4, concurrency: 1 }), uniq("k"), ACTOR);
     const { changeReplay } = await import("../../lib/replay/replays");
     worker();
-    await until("first delivery", async () => (await getReplay(replayId)).counts.delivered >= 1);
+    await expect.poll(async () => (await getReplay(replayId)).counts.delivered, { ...POLL, message: "first delivery" }).toBeGreaterThanOrEqual(1);
     await changeReplay(replayId, "cancel", ACTOR);
-    await until("settled", async () => {
+    const unsettled = async () => {
       const c = (await getReplay(replayId)).counts;
-      return c.delivering === 0 && c.pending === 0;
-    });
+      return c.delivering + c.pending;
+    };
+    await expect.poll(unsettled, { ...POLL, message: "settled" }).toBe(0);
     const r = await getReplay(replayId);
     expect(r.status).toBe("cancelled");
     expect(r.counts.delivered + r.counts.cancelled).toBe(12);

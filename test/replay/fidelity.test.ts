@@ -82,11 +82,7 @@ async function replayAll(letters: Letter[]): Promise<{ rx: Receiver; byEvent: Ma
   expect(pf.counts).toMatchObject({ never_processed: letters.length });
   const { replayId } = await startReplay(parseInput(startReplayRequest, { preflightId: pf.preflightId, include: ["never_processed"], ratePerSecond: 200 }), uniq("k"), ACTOR);
   workers.push(startReplayWorker({ pollMs: 50, leaseSeconds: 5, timeoutMs: 5000, log: (m) => console.error(`[worker] ${m}`) }));
-  const end = Date.now() + 30_000;
-  while ((await getReplay(replayId)).status !== "completed") {
-    if (Date.now() > end) throw new Error("replay did not complete");
-    await new Promise((r) => setTimeout(r, 100));
-  }
+  await expect.poll(async () => (await getReplay(replayId)).status, { timeout: 30_000, interval: 100 }).toBe("completed");
   const byEvent = new Map<string, Delivery[]>();
   for (const d of rx.deliveries) {
     const id = decodeURIComponent(d.headers["keyward-event-id"]?.toString("latin1") ?? "");

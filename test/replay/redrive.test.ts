@@ -5,7 +5,7 @@
  * scenario checks the receiver's per-event processing counts, so "zero double processing" and "none
  * lost" are counted, not assumed.
  */
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { deliverOnce } from "../../lib/replay/deliver";
 import { batchSize } from "../../lib/replay/executor";
 import { call, signedInUser } from "../setup/auth";
@@ -128,27 +128,20 @@ async function getReplay(id: string): Promise<ReplayBody> {
   return res.body;
 }
 
-/** Polls the replay until `done` holds (a wait bound, not a speed assertion). */
-async function waitForReplay(id: string, done: (r: ReplayBody) => boolean, boundMs = 120_000): Promise<ReplayBody> {
-  const until = Date.now() + boundMs;
-  for (;;) {
-    const r = await getReplay(id);
-    if (done(r)) return r;
-    if (Date.now() > until) throw new Error(`replay ${id} did not get there within ${boundMs} ms: ${JSON.stringify({ status: r.status, counts: r.counts })}`);
-    await new Promise((res) => setTimeout(res, 200));
-  }
+/** The replay once `done` holds, looked at every 200 ms for at most `boundMs` (a wait bound, not a speed assertion). */
+function waitForReplay(id: string, done: (r: ReplayBody) => boolean, boundMs = 120_000): Promise<ReplayBody> {
+  return vi.waitFor(
+    async () => {
+      const r = await getReplay(id);
+      if (!done(r)) throw new Error(`replay ${id} is not there yet: ${JSON.stringify({ status: r.status, counts: r.counts })}`);
+      return r;
+    },
+    { timeout: boundMs, interval: 200 },
+  );
 }
 
 const finished = (r: ReplayBody) => r.status === "completed" || r.status === "cancelled";
 const sumCounts = (c: ReplayBody["counts"]) => Object.values(c).reduce((a, b) => a + b, 0);
-
-async function waitUntil(what: string, cond: () => boolean, boundMs = 60_000): Promise<void> {
-  const until = Date.now() + boundMs;
-  while (!cond()) {
-    if (Date.now() > until) throw new Error(`${what}: not reached within ${boundMs} ms`);
-    await new Promise((res) => setTimeout(res, 25));
-  }
-}
 
 const ids = (n: number) => Array.from({ length: n }, () => uniq("evt"));
 
@@ -270,7 +263,7 @@ describe("re-drive", { timeout: 240_000 }, () => {
     const started = await startReplay({ preflightId: pf.preflightId, include: ["never_processed"], ratePerSecond: rate, concurrency });
     expect(started.status, started.text).toBe(202);
     const id = started.body.replayId;
-    await waitUntil("first deliveries", () => s.receiver.totalProcessed >= 3);
+    await expect.poll(() => s.receiver.totalProcessed, { timeout: 60_000, interval: 25, message: "first deliveries" }).toBeGreaterThanOrEqual(3);
 
     const cancelled = await asOperator("POST", `/api/v1/replays/${id}/cancel`);
     expect(cancelled.status, cancelled.text).toBe(200);
@@ -305,7 +298,9 @@ describe("re-drive", { timeout: 240_000 }, () => {
     const started = await startReplay({ preflightId: pf.preflightId, include: ["never_processed"], ratePerSecond: 20, concurrency: 4 });
     expect(started.status, started.text).toBe(202);
     const id = started.body.replayId;
-    await waitUntil("some deliveries before the kill", () => s.receiver.totalProcessed >= 15);
+    await expect
+      .poll(() => s.receiver.totalProcessed, { timeout: 60_000, interval: 25, message: "some deliveries before the kill" })
+      .toBeGreaterThanOrEqual(15);
 
     server.child.kill("SIGKILL");
     await server.exited;

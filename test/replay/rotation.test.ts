@@ -24,6 +24,9 @@ import { readyForReplay, seedDeadLetters } from "../setup/replay";
 import { startReplayRequest } from "../../lib/replay/schema";
 import { parseInput } from "../../lib/http/validate";
 
+/** How long and how often the tests look for a replay's progress (a bound on waiting, not a speed check). */
+const POLL = { timeout: 30_000, interval: 25 };
+
 const ACTOR = cliPrincipal();
 let claimApi: http.Server;
 let keywardUrl: string;
@@ -49,14 +52,6 @@ afterAll(async () => {
   claimApi.closeAllConnections();
   await new Promise((r) => claimApi.close(r));
 });
-
-async function until(what: string, check: () => Promise<boolean> | boolean, ms = 30_000) {
-  const end = Date.now() + ms;
-  while (!(await check())) {
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 25));
-  }
-}
 
 async function receiver(source: string, secret?: string) {
   const r = await startReceiver({ keywardUrl, apiKey, source, secret });
@@ -138,16 +133,16 @@ describe("rotation grace period", () => {
 describe("a running replay", () => {
   it("after a rotation signs with both secrets (a receiver on either verifies), so switching loses nothing; after the grace, only the new", async () => {
     const { source, rx, events, replayId } = await slowReplay(12);
-    await until("two deliveries", () => rx.deliveries.length >= 2);
+    await expect.poll(() => rx.deliveries.length, { ...POLL, message: "two deliveries" }).toBeGreaterThanOrEqual(2);
     const rotated = await rotateSigningSecret(source, ACTOR); // default grace: 24 h
     // The receiver still holds the old secret: the next batches carry both signatures and verify.
-    await until("a delivery signed twice", () => signatures(rx).includes(2));
+    await expect.poll(() => signatures(rx), { ...POLL, message: "a delivery signed twice" }).toContain(2);
     const firstDouble = signatures(rx).indexOf(2);
     rx.setSecret(rotated.secret); // the receiver switches at some moment of the grace period
-    await until("two more deliveries", () => rx.deliveries.length >= firstDouble + 3);
+    await expect.poll(() => rx.deliveries.length, { ...POLL, message: "two more deliveries" }).toBeGreaterThanOrEqual(firstDouble + 3);
     await sql("UPDATE sources SET signing_secret_grace_until = now() WHERE name = $1", [source]);
     const lapsedAt = rx.deliveries.length;
-    await until("completion", async () => (await getReplay(replayId)).status === "completed");
+    await expect.poll(async () => (await getReplay(replayId)).status, { ...POLL, message: "completion" }).toBe("completed");
 
     const r = await getReplay(replayId);
     expect(r.counts).toMatchObject({ delivered: 12, failed: 0 });
@@ -164,12 +159,12 @@ describe("a running replay", () => {
 
   it("picks up a new destination at the next batch and shows where it sends; each event is processed once overall", async () => {
     const { source, rx: a, events, replayId, secret } = await slowReplay(10);
-    await until("the progress names the destination", async () => (await getReplay(replayId)).destination === a.url);
-    await until("two deliveries to A", () => a.deliveries.length >= 2);
+    await expect.poll(async () => (await getReplay(replayId)).destination, { ...POLL, message: "the progress names the destination" }).toBe(a.url);
+    await expect.poll(() => a.deliveries.length, { ...POLL, message: "two deliveries to A" }).toBeGreaterThanOrEqual(2);
     const b = await receiver(source, secret);
     await updateSource(source, { replayDestination: b.url }, ACTOR);
-    await until("the progress names B", async () => (await getReplay(replayId)).destination === b.url);
-    await until("completion", async () => (await getReplay(replayId)).status === "completed");
+    await expect.poll(async () => (await getReplay(replayId)).destination, { ...POLL, message: "the progress names B" }).toBe(b.url);
+    await expect.poll(async () => (await getReplay(replayId)).status, { ...POLL, message: "completion" }).toBe("completed");
     const r = await getReplay(replayId);
     expect(r.counts).toMatchObject({ delivered: 10, failed: 0 });
     expect(r.destination).toBe(b.url);
@@ -181,10 +176,10 @@ describe("a running replay", () => {
 
   it("a rotation with no grace: later batches are signed with the new secret only (a receiver that switched verifies them)", async () => {
     const { source, rx, replayId } = await slowReplay(8);
-    await until("two deliveries", () => rx.deliveries.length >= 2);
+    await expect.poll(() => rx.deliveries.length, { ...POLL, message: "two deliveries" }).toBeGreaterThanOrEqual(2);
     const rotated = await rotateSigningSecret(source, ACTOR, { graceSeconds: 0 });
     const at = rx.deliveries.length;
-    await until("completion", async () => (await getReplay(replayId)).status !== "running");
+    await expect.poll(async () => (await getReplay(replayId)).status, { ...POLL, message: "completion" }).not.toBe("running");
     // Items of the batch in flight at the rotation were signed with the old secret; every later one with the new.
     const later = rx.deliveries.slice(at + 2);
     expect(later.length).toBeGreaterThan(0);

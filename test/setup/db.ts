@@ -1,6 +1,6 @@
 /** Helpers for tests: the run's database URL, unique names, raw SQL, and a source with a chosen TTL. */
 import { randomBytes } from "node:crypto";
-import { inject } from "vitest";
+import { expect, inject } from "vitest";
 import { query } from "../../lib/db/sql";
 import { prisma } from "../../lib/db/client";
 
@@ -14,6 +14,16 @@ process.env.KEYWARD_REPLAY_WORKER = "0";
 export const uniq = (prefix = "t") => `${prefix}-${randomBytes(4).toString("hex")}`;
 
 export const sql = query;
+
+/**
+ * Waits until the database clock is past `at`. For a time kept where a test cannot move it (the audit
+ * history is append-only); an expiry kept only in a mutable row is set by SQL instead
+ * (`UPDATE … SET expires_at = now() - interval '1 second'`).
+ */
+export async function untilDatabaseClockPasses(at: string | Date, timeoutMs = 10_000): Promise<void> {
+  const past = async () => (await query<{ past: boolean }>("SELECT $1::timestamptz < now() AS past", [at]))[0].past;
+  await expect.poll(past, { timeout: timeoutMs, interval: 50 }).toBe(true);
+}
 
 /** Creates a source whose TTL is `ttlSeconds` (all of it in the retry window part). */
 export async function makeSource(ttlSeconds = 7 * 86400, name = uniq("src")): Promise<string> {

@@ -112,7 +112,7 @@ export function markdownReport(args: {
     .join("\n\n");
   return `# Benchmarks
 
-Produced by \`npm run bench\` (test/bench/run.ts). Every run overwrites this file; the figures below are
+Produced by \`npm run bench\` (bench/run.ts). Every run overwrites this file; the figures below are
 from one run on a shared machine, so read the **ratios**, not the absolute numbers.
 
 ## Machine and run

@@ -16,15 +16,15 @@ import { randomBytes } from "node:crypto";
 import nodeHttp from "node:http";
 import type { AddressInfo } from "node:net";
 import os from "node:os";
-import { createApiKey } from "../../lib/auth/api-keys";
-import { cliPrincipal } from "../../lib/auth/principal";
-import { createUser, generatePassword } from "../../lib/auth/users";
-import { deliverOnce, RateLimiter } from "../../lib/replay/deliver";
-import { createSource } from "../../lib/sources/sources";
-import { startReceiver, type Receiver } from "../setup/receiver";
+import { createApiKey } from "../lib/auth/api-keys";
+import { cliPrincipal } from "../lib/auth/principal";
+import { createUser, generatePassword } from "../lib/auth/users";
+import { deliverOnce, RateLimiter } from "../lib/replay/deliver";
+import { createSource } from "../lib/sources/sources";
+import { startReceiver, type Receiver } from "../test/setup/receiver";
 import { startServer, type RunningServer } from "./server";
-import { createSourceRequest } from "../../lib/sources/schema";
-import { parseInput } from "../../lib/http/validate";
+import { createSourceRequest } from "../lib/sources/schema";
+import { parseInput } from "../lib/http/validate";
 
 const ACTOR = cliPrincipal();
 const SECONDS = Number(process.env.BENCH_REPLAY_SECONDS ?? 10);
@@ -264,7 +264,7 @@ export function replayText(r: ReplayBenchResult): string {
   ].join("\n");
 }
 
-export const REPLAY_START = "<!-- replay: written by test/bench/replay.ts -->";
+export const REPLAY_START = "<!-- replay: written by bench/replay.ts -->";
 export const REPLAY_END = "<!-- /replay -->";
 
 export function replayMarkdown(r: ReplayBenchResult): string {

@@ -14,10 +14,10 @@
  * each scenario's slice is compared with the two baseline slices around it. The order of the scenarios
  * rotates from cycle to cycle; the published ratio is the median over cycles.
  *
- * Then pruning (test/bench/prune.ts): the library's prune rows/s against a raw pg loop of the same
+ * Then pruning (bench/prune.ts): the library's prune rows/s against a raw pg loop of the same
  * statement, and claim latency during a prune against idle. Then re-drive throughput
- * (test/bench/replay.ts): the replay executor against a deliverOnce loop, at 50/s and 500/s. Then the
- * embedded database (test/bench/embedded.ts): HTTP single claims per second at 1 and 8 clients on a
+ * (bench/replay.ts): the replay executor against a deliverOnce loop, at 50/s and 500/s. Then the
+ * embedded database (bench/embedded.ts): HTTP single claims per second at 1 and 8 clients on a
  * server without DATABASE_URL, as a ratio to a server on PostgreSQL.
  *
  * Knobs (environment): BENCH_CYCLES (6), BENCH_SLICE_MS (250 for single claims; batches of 100 get
@@ -35,13 +35,13 @@ import { statSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import pg from "pg";
-import { migrate } from "../../lib/db/migrate";
-import { closeDb } from "../../lib/db/client";
-import { loadEnv } from "../../lib/config/env";
-import { createSource } from "../../lib/sources/sources";
-import { createApiKey } from "../../lib/auth/api-keys";
-import { flushClaimCounts } from "../../lib/metrics/claim-counts";
-import { CLAIM_SQL } from "../../lib/claims/claim";
+import { migrate } from "../lib/db/migrate";
+import { closeDb } from "../lib/db/client";
+import { loadEnv } from "../lib/config/env";
+import { createSource } from "../lib/sources/sources";
+import { createApiKey } from "../lib/auth/api-keys";
+import { flushClaimCounts } from "../lib/metrics/claim-counts";
+import { CLAIM_SQL } from "../lib/claims/claim";
 import { drive } from "./drive";
 import { JsonClient } from "./http-client";
 import { ensureBuild, startServer, type RunningServer } from "./server";
@@ -56,12 +56,24 @@ import { benchPooler, poolerMarkdown, poolerText, POOLER_END, POOLER_START } fro
 import { benchEmbedded, embeddedMarkdown, embeddedText, EMBEDDED_END, EMBEDDED_START } from "./embedded";
 import { existsSync, readFileSync } from "node:fs";
 
-import { cliPrincipal } from "../../lib/auth/principal";
-import { createSourceRequest } from "../../lib/sources/schema";
-import { parseInput } from "../../lib/http/validate";
+import { cliPrincipal } from "../lib/auth/principal";
+import { createSourceRequest } from "../lib/sources/schema";
+import { parseInput } from "../lib/http/validate";
+
+if (process.argv.includes("--help") || process.argv.includes("-h")) {
+  console.log(`npm run bench: claims (raw pg, library, HTTP), pruning, partition mode, audit search, replay,
+prepared statements / PgBouncer and the embedded database, measured interleaved; prints the tables and
+rewrites docs/benchmarks.md. Its own database on BENCH_DATABASE_URL's server (default the local PostgreSQL).
+
+  BENCH_PARTS   which parts run (claims,prune,partitions,audit,replay,pooler,embedded); the others keep
+                their section of docs/benchmarks.md. A short run: BENCH_PARTS=replay BENCH_REPLAY_SECONDS=3
+  BENCH_CYCLES (6)  BENCH_SLICE_MS (250)  BENCH_WARM_MS (200)  BENCH_OUT (docs/benchmarks.md; "-": don't write)
+  each part's own knobs: the header of bench/<part>.ts`);
+  process.exit(0);
+}
 
 const ACTOR = cliPrincipal();
-const ROOT = path.resolve(__dirname, "../..");
+const ROOT = path.resolve(__dirname, "..");
 const SERVER_URL = process.env.BENCH_DATABASE_URL ?? "postgresql://postgres@127.0.0.1:5432/postgres";
 
 const knob = (name: string, def: number) => {

@@ -20,9 +20,9 @@
  */
 import { createHash } from "node:crypto";
 import pg from "pg";
-import { migrate } from "../../lib/db/migrate";
-import { CLAIM_PARTITIONED_SQL, CLAIM_SQL } from "../../lib/claims/claim";
-import { dropExpiredDedupPartitions } from "../../lib/retention/partitions";
+import { migrate } from "../lib/db/migrate";
+import { CLAIM_PARTITIONED_SQL, CLAIM_SQL } from "../lib/claims/claim";
+import { dropExpiredDedupPartitions } from "../lib/retention/partitions";
 import { drive, type Op } from "./drive";
 import { claimParams, newEventId } from "./scenarios";
 import { median, percentile, type RoundSample } from "./stats";
@@ -298,7 +298,7 @@ const int = (n: number) => Math.round(n).toLocaleString("en-US");
 const ms = (n: number) => n.toFixed(2);
 const x = (n: number) => `${n.toFixed(2)}×`;
 
-export const PARTITIONS_START = "<!-- partitions: written by test/bench/partitions.ts -->";
+export const PARTITIONS_START = "<!-- partitions: written by bench/partitions.ts -->";
 export const PARTITIONS_END = "<!-- /partitions -->";
 
 export function partitionsText(r: PartitionBenchResult): string {

@@ -4,11 +4,11 @@
  * more than once; a synchronous kill on process exit covers the paths that never reach it.
  */
 import { spawn, type ChildProcess } from "node:child_process";
-import { buildIfNeeded } from "../../lib/server/build";
+import { buildIfNeeded } from "../lib/server/build";
 import net from "node:net";
 import path from "node:path";
 
-const ROOT = path.resolve(__dirname, "../..");
+const ROOT = path.resolve(__dirname, "..");
 const READY = /console and API on (http:\/\/\S+)/;
 const START_TIMEOUT_MS = 90_000;
 

@@ -13,11 +13,11 @@
  * the bench creates the past ones itself.
  */
 import pg from "pg";
-import { auditPageSql, resolveRange } from "../../lib/audit/search";
+import { auditPageSql, resolveRange } from "../lib/audit/search";
 import { percentile } from "./stats";
 import { startServer } from "./server";
 
-export const AUDIT_START = "<!-- audit: written by test/bench/audit.ts -->";
+export const AUDIT_START = "<!-- audit: written by bench/audit.ts -->";
 export const AUDIT_END = "<!-- /audit -->";
 
 const SOURCES = ["stripe", "github", "shopify", "twilio", "internal"];
@@ -219,7 +219,7 @@ export function auditMarkdown(b: AuditBench, when: string): string {
   return `${AUDIT_START}
 ## Audit search
 
-Run ${when}, \`BENCH_PARTS=audit npm run bench\` (test/bench/audit.ts). ${b.rows.toLocaleString("en-US")} audit rows over
+Run ${when}, \`BENCH_PARTS=audit npm run bench\` (bench/audit.ts). ${b.rows.toLocaleString("en-US")} audit rows over
 ${b.months} monthly partitions (the 12 months before the current one; built with generate_series and attached, in
 ${b.buildSeconds.toFixed(0)} s; tables ${gib(b.tableBytes)}, indexes ${gib(b.indexBytes)}). Requests go one at a time through the
 real server's HTTP API with an API key of scope \`read\` (authentication included); ids and days are random.

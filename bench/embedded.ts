@@ -21,10 +21,10 @@ import { startEmbeddedServer, startServer, type RunningServer } from "./server";
 import { newEventId } from "./scenarios";
 import { median, percentile, summarise, type Paired, type RoundSample } from "./stats";
 
-export const EMBEDDED_START = "<!-- embedded: written by test/bench/embedded.ts -->";
+export const EMBEDDED_START = "<!-- embedded: written by bench/embedded.ts -->";
 export const EMBEDDED_END = "<!-- /embedded -->";
 
-const ROOT = path.resolve(__dirname, "../..");
+const ROOT = path.resolve(__dirname, "..");
 const CLIENTS = [1, 8];
 
 const knob = (name: string, def: number) => {

@@ -13,15 +13,15 @@
  * it; the median over cycles is quoted, the middle half in brackets.
  */
 import type pg from "pg";
-import { claimEvent, claimEvents } from "../../lib/claims/claim";
-import { createPool } from "../../lib/db/client";
-import { forgetNamedStatementsSetting } from "../../lib/db/sql";
-import { pgbouncerInstalled, startPgBouncer } from "../setup/pgbouncer";
+import { claimEvent, claimEvents } from "../lib/claims/claim";
+import { createPool } from "../lib/db/client";
+import { forgetNamedStatementsSetting } from "../lib/db/sql";
+import { pgbouncerInstalled, startPgBouncer } from "../test/setup/pgbouncer";
 import { drive, type Op } from "./drive";
 import { newEventId } from "./scenarios";
 import { eventsPerSec, rotate, summarise, type CellSummary, type Paired, type RoundSample } from "./stats";
 
-export const POOLER_START = "<!-- pooler: written by test/bench/pooler.ts -->";
+export const POOLER_START = "<!-- pooler: written by bench/pooler.ts -->";
 export const POOLER_END = "<!-- /pooler -->";
 
 const CYCLES = Number(process.env.BENCH_POOLER_CYCLES ?? process.env.BENCH_CYCLES ?? 6);

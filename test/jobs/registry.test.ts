@@ -1,0 +1,138 @@
+/** The jobs registry (lib/jobs/registry.ts), on real timers with short intervals. */
+import { afterEach, describe, expect, it, vi } from "vitest";
+import { startJobs, type Job, type Jobs } from "../../lib/jobs/registry";
+
+const started: Jobs[] = [];
+afterEach(async () => {
+  await Promise.all(started.splice(0).map((j) => j.stop()));
+});
+function start(jobs: Job[], log: (msg: string) => void = () => {}): Jobs {
+  const j = startJobs(jobs, log);
+  started.push(j);
+  return j;
+}
+const pause = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** A job that records each pass and how many of its passes were running at once. */
+function counted(name: string, everyMs: number, passMs: number) {
+  const seen = { passes: 0, running: 0, maxRunning: 0 };
+  const job: Job = {
+    name,
+    everyMs,
+    async run() {
+      seen.running++;
+      seen.maxRunning = Math.max(seen.maxRunning, seen.running);
+      await pause(passMs);
+      seen.running--;
+      seen.passes++;
+    },
+  };
+  return { job, seen };
+}
+
+describe("startJobs", () => {
+  it("runs a job again and again, never overlapping itself even when a pass outlasts the interval", async () => {
+    const { job, seen } = counted("slow", 2, 25);
+    start([job]);
+    await vi.waitFor(() => expect(seen.passes).toBeGreaterThanOrEqual(4), { timeout: 5000, interval: 10 });
+    expect(seen.maxRunning).toBe(1);
+  });
+
+  it("runs each job on its own: a job stuck in a pass does not hold back another", async () => {
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    let stuckPasses = 0;
+    const stuck: Job = {
+      name: "stuck",
+      everyMs: 5,
+      async run() {
+        stuckPasses++;
+        await gate;
+      },
+    };
+    const fast = counted("fast", 5, 1);
+    start([stuck, fast.job]);
+    await vi.waitFor(() => expect(fast.seen.passes).toBeGreaterThanOrEqual(5), { timeout: 5000, interval: 10 });
+    expect(stuckPasses).toBe(1); // still in its first pass, not started again
+    release();
+  });
+
+  it("logs a failing pass with the job's name and runs the job again", async () => {
+    const log: string[] = [];
+    let calls = 0;
+    start(
+      [
+        {
+          name: "flaky",
+          everyMs: 5,
+          async run() {
+            calls++;
+            if (calls === 1) throw new Error("database unavailable");
+          },
+        },
+      ],
+      (m) => log.push(m),
+    );
+    await vi.waitFor(() => expect(calls).toBeGreaterThanOrEqual(3), { timeout: 5000, interval: 10 });
+    expect(log).toEqual(["flaky failed (will retry in 0.005 s): database unavailable"]);
+  });
+
+  it("stop() aborts the running pass's signal, waits for the pass to end, and runs nothing after", async () => {
+    let passes = 0;
+    let inPass: (() => void) | undefined;
+    const entered = new Promise<void>((r) => (inPass = r));
+    let finishedAfterAbort = false;
+    let signalSeen: AbortSignal | undefined;
+    const jobs = start([
+      {
+        name: "batches",
+        everyMs: 5,
+        async run(signal) {
+          passes++;
+          signalSeen = signal;
+          inPass?.();
+          // Work in batches until told to stop, then finish the batch in hand.
+          while (!signal.aborted) await pause(5);
+          await pause(20);
+          finishedAfterAbort = true;
+        },
+      },
+    ]);
+    await entered;
+    expect(jobs.running()).toBeInstanceOf(Promise);
+    await jobs.stop();
+    expect(signalSeen?.aborted).toBe(true);
+    expect(finishedAfterAbort).toBe(true);
+    expect(jobs.running()).toBeUndefined();
+    await pause(50); // several intervals: a stopped registry arms nothing
+    expect(passes).toBe(1);
+    await jobs.stop(); // idempotent
+  });
+
+  it("stop() between passes cancels the next one", async () => {
+    const { job, seen } = counted("idle", 40, 1);
+    const jobs = start([job]);
+    await jobs.stop();
+    await pause(100);
+    expect(seen.passes).toBe(0);
+  });
+
+  it("treats everyMs 0 as off, and times passes by nextDelayMs when a job gives it", async () => {
+    const off = counted("off", 0, 1);
+    const delays: number[] = [];
+    const aimed = counted("aimed", 60_000, 1);
+    aimed.job.nextDelayMs = () => {
+      delays.push(1);
+      return 5;
+    };
+    start([off.job, aimed.job]);
+    await vi.waitFor(() => expect(aimed.seen.passes).toBeGreaterThanOrEqual(2), { timeout: 5000, interval: 10 });
+    expect(delays.length).toBeGreaterThanOrEqual(2);
+    expect(off.seen.passes).toBe(0);
+  });
+
+  it("refuses two jobs of one name", () => {
+    const { job } = counted("twice", 10, 1);
+    expect(() => startJobs([job, { ...job }], () => {})).toThrow(/two jobs named "twice"/);
+  });
+});
