@@ -4,7 +4,7 @@ import { useQuery } from "@tanstack/react-query";
 import { EmptyState } from "@/components/ui/EmptyState";
 import { ErrorBox } from "@/components/ui/ErrorBox";
 import { formatClockTime } from "@/components/ui/format";
-import { METRICS_REFRESH_MS, metricsQuery } from "@/lib/metrics/queries";
+import { METRICS_REFRESH_MS, metricsQuery } from "./queries";
 import type { MetricsRange } from "@/lib/metrics/schema";
 import { formatStep } from "./chart-data";
 import { MetricsCharts, MetricsChartsSkeleton } from "./MetricsCharts";

@@ -3,7 +3,7 @@
 import { useQuery } from "@tanstack/react-query";
 import { ErrorBox } from "@/components/ui/ErrorBox";
 import { formatClockTime, formatCount } from "@/components/ui/format";
-import { overviewQuery } from "@/lib/overview/queries";
+import { overviewQuery } from "./queries";
 import { NoSources } from "./NoSources";
 import { OverviewStats, OverviewStatsSkeleton } from "./OverviewStats";
 import { OverviewTable } from "./OverviewTable";
