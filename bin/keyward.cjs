@@ -1,4 +1,5 @@
 #!/usr/bin/env node
 // The `keyward` command: runs the TypeScript CLI in lib/cli through tsx's require hook.
+require("./outside-next.cjs");
 require("tsx/cjs/api").register();
 require("../lib/cli/main.ts");

@@ -13,6 +13,7 @@
  * keyward_claim_partitioned() (prisma/migrations/…_partition_mode), which takes the same parameters,
  * keeps (source, event_id) unique with an advisory lock per key, and answers the same columns.
  */
+import "server-only";
 import { KeywardError } from "../errors";
 import { query, type PreparedSql, type Queryable } from "../db/sql";
 import { classifyClaims, dedupeBatch, type ClaimRow } from "./classify";

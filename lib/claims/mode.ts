@@ -8,6 +8,7 @@
  * once (claim.ts). The cache lives on globalThis: Next's route bundles and the server's own modules are
  * separate module instances.
  */
+import "server-only";
 import { query, type Queryable } from "../db/sql";
 
 export type DedupMode = "single" | "partition";

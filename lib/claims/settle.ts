@@ -3,6 +3,7 @@
  * handler failed so the sender's retry is processed. Each is one statement that locks the key, decides,
  * writes, and appends the audit row together; the locked "before" row explains a refusal.
  */
+import "server-only";
 import { KeywardError } from "../errors";
 import { query } from "../db/sql";
 import { parseOrThrow } from "../http/validate";

@@ -3,6 +3,7 @@
  * (DATABASE_URL, or the embedded one, shared with a running server through its port), prints to
  * stdout, reports errors on stderr and exits non-zero on failure.
  */
+import "server-only";
 import { Command, InvalidArgumentError } from "commander";
 import { KeywardError } from "../errors";
 import { migrationTarget, openDatabase } from "../db/open";

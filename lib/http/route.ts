@@ -6,6 +6,7 @@
  * `{ "error": { "code", "message", "details"? } }`: KeywardError → its status, database faults → 503,
  * anything else → 500 with nothing leaked.
  */
+import "server-only";
 import { createHash, timingSafeEqual } from "node:crypto";
 import { KeywardError } from "../errors";
 import { verifyApiKey } from "../auth/api-keys";

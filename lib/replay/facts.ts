@@ -3,6 +3,7 @@
  * (source, event_id) only, so it works on a partitioned dedup_keys too) and its newest deciding audit row
  * (through the (source, event_id, at DESC) index). Both as of the statement's `now()`, which is returned.
  */
+import "server-only";
 import { query, type PreparedSql, type Queryable } from "../db/sql";
 import { DECIDING_KINDS, type AuditFact, type KeyFact } from "./classify";
 

@@ -6,6 +6,7 @@
  * (lib/db/lease.ts) lets one run and the others skip. A failed run is logged and retried at the next tick; it never stops the server. After each
  * run, settled dead letters past their retention are pruned too (lib/deadletters/prune.ts, bounded).
  */
+import "server-only";
 import os from "node:os";
 import { loadEnv } from "../config/env";
 import { pruneExpiredKeys } from "./prune";

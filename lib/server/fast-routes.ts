@@ -9,6 +9,7 @@
  * goes to Next, which serves these same modules too; malformed paths and trailing slashes are answered
  * before either (api-edge.ts).
  */
+import "server-only";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { Readable } from "node:stream";
 import { POST as claim } from "../../app/api/v1/claims/route";
