@@ -4,9 +4,9 @@ import { useMutation, useQueryClient } from "@tanstack/react-query";
 import { useState, type FormEvent } from "react";
 import { ErrorBox } from "@/components/ui/ErrorBox";
 import { useHydrated } from "@/components/ui/useHydrated";
-import type { Scope } from "@/lib/auth/schema";
+import { SCOPE_HELP } from "@/lib/auth/roles";
+import { SCOPES, type Scope } from "@/lib/auth/schema";
 import { apiKeyKeys, createApiKey } from "./queries";
-import { SCOPE_HELP, SCOPES } from "./scopes";
 
 /** A new key: a name and at least one scope. The key itself goes to `onCreated`, once. */
 export function CreateApiKeyForm({ onCreated }: { onCreated: (name: string, key: string) => void }) {

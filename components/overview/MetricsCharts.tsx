@@ -4,13 +4,11 @@ import type { ReactNode } from "react";
 import { BarLineChart } from "@/components/charts/BarLineChart";
 import { ChartLegend } from "@/components/charts/ChartTooltip";
 import { TimeSeriesChart } from "@/components/charts/TimeSeriesChart";
-import { formatCount } from "@/components/ui/format";
+import { formatBytes, formatCompact, formatCount } from "@/components/ui/format";
 import type { MetricsResponse } from "@/lib/metrics/schema";
 import {
   byteTicks,
   formatAxisTime,
-  formatBytes,
-  formatCompact,
   formatPointTime,
   formatRate,
   formatStep,

@@ -1,7 +1,6 @@
 import { StatCard, StatCardSkeleton } from "@/components/ui/StatCard";
-import { formatClockTime, formatCount, formatPercent } from "@/components/ui/format";
+import { formatBytes, formatClockTime, formatCompact, formatCount, formatPercent } from "@/components/ui/format";
 import type { Overview } from "@/lib/overview/schema";
-import { formatBytes, formatCompact } from "./chart-data";
 import { aliveFigure, attemptsOf, conflictsOf, expiredFigure } from "./prepare";
 
 const LABELS = ["Keys alive", "Claims, last hour", "Duplicates, last hour", "Conflicts, last hour", "Expired, not pruned", "Dedup table"];

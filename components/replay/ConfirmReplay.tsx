@@ -9,18 +9,21 @@ import {
   CATEGORY_INFO,
   checkConfirm,
   confirmPhrase,
-  DEFAULT_CONCURRENCY,
-  DEFAULT_RATE,
   defaultInclude,
   idempotencyKeyFor,
   includable,
-  MAX_CONCURRENCY,
-  MAX_RATE,
-  MIN_FORCE_REASON,
   type ReplayBody,
 } from "./prepare";
 import { newIdempotencyKey, startReplay } from "./queries";
-import type { Category, Preflight } from "@/lib/replay/schema";
+import {
+  DEFAULT_CONCURRENCY,
+  DEFAULT_RATE_PER_SECOND,
+  MAX_CONCURRENCY,
+  MAX_RATE_PER_SECOND,
+  MIN_FORCE_REASON,
+  type Category,
+  type Preflight,
+} from "@/lib/replay/schema";
 
 /**
  * The confirm step: which categories to include (expired_processed only with a reason and the source's
@@ -39,7 +42,7 @@ export function ConfirmReplay({
   const [include, setInclude] = useState<Category[]>(() => defaultInclude(preflight));
   const [reason, setReason] = useState("");
   const [typed, setTyped] = useState("");
-  const [rate, setRate] = useState(String(DEFAULT_RATE));
+  const [rate, setRate] = useState(String(DEFAULT_RATE_PER_SECOND));
   const [concurrency, setConcurrency] = useState(String(DEFAULT_CONCURRENCY));
   const [showProblems, setShowProblems] = useState(false);
   const sent = useRef<{ key: string; body: string } | null>(null);
@@ -120,7 +123,7 @@ export function ConfirmReplay({
           aria-describedby="replay-rate-hint"
         />
         <span className="field__hint" id="replay-rate-hint">
-          1 to {MAX_RATE}; default {DEFAULT_RATE}
+          1 to {MAX_RATE_PER_SECOND}; default {DEFAULT_RATE_PER_SECOND}
         </span>
       </div>
       <div className="field">

@@ -3,7 +3,8 @@
 import { useMutation, useQueryClient } from "@tanstack/react-query";
 import { useState } from "react";
 import { ErrorBox } from "@/components/ui/ErrorBox";
-import { formatCount, formatDuration } from "@/components/ui/format";
+import { formatCount } from "@/components/ui/format";
+import { formatDuration } from "@/lib/sources/duration";
 import { ConfirmReplay } from "./ConfirmReplay";
 import { PreflightSummary } from "./PreflightSummary";
 import { describeSelection, needsExtend, preflightBody, preflightValidity, type Selection } from "./prepare";

@@ -155,7 +155,7 @@ export function ReplayTarget({ source, canEdit }: { source: SourceItem; canEdit:
       )}
       {rotate.isError && <ErrorBox title="The signing secret was not generated" error={rotate.error} />}
       {secret && (
-        <SecretPanel title={`Signing secret of ${source.name}`} secret={secret.value} onDismiss={() => setSecret(null)}>
+        <SecretPanel title={`Signing secret of ${source.name}`} secret={secret.value} stored="encrypted" onDismiss={() => setSecret(null)}>
           <p className="small">
             Give it to the destination: it verifies each replay&apos;s <code>webhook-signature</code> header with it (Standard
             Webhooks, HMAC-SHA256).
