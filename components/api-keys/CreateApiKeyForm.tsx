@@ -3,6 +3,7 @@
 import { useMutation, useQueryClient } from "@tanstack/react-query";
 import { useState, type FormEvent } from "react";
 import { ErrorBox } from "@/components/ui/ErrorBox";
+import { TextField } from "@/components/ui/TextField";
 import { useHydrated } from "@/components/ui/useHydrated";
 import { SCOPE_HELP } from "@/lib/auth/roles";
 import { SCOPES, type Scope } from "@/lib/auth/schema";
@@ -36,26 +37,23 @@ export function CreateApiKeyForm({ onCreated }: { onCreated: (name: string, key:
       </h2>
       {create.isError && <ErrorBox title="The key was not created" error={create.error} />}
       <form className="form" method="post" onSubmit={submit}>
-        <div className="field">
-          <label className="field__label" htmlFor="new-key-name">
-            Name
-          </label>
-          <input
-            className="input input--wide"
-            id="new-key-name"
-            name="name"
-            required
-            maxLength={64}
-            pattern="[A-Za-z0-9][A-Za-z0-9 ._\-]{0,63}"
-            title="1-64 letters, digits, space, '.', '_' or '-'"
-            autoComplete="off"
-            placeholder="billing-webhooks"
-            aria-describedby="new-key-name-hint"
-          />
-          <span className="field__hint" id="new-key-name-hint">
-            Say which service uses it; it shows in the action log as <code>apikey:&lt;name&gt;</code>.
-          </span>
-        </div>
+        <TextField
+          id="new-key-name"
+          label="Name"
+          hint={
+            <>
+              Say which service uses it; it shows in the action log as <code>apikey:&lt;name&gt;</code>.
+            </>
+          }
+          inputClassName="input--wide"
+          name="name"
+          required
+          maxLength={64}
+          pattern="[A-Za-z0-9][A-Za-z0-9 ._\-]{0,63}"
+          title="1-64 letters, digits, space, '.', '_' or '-'"
+          autoComplete="off"
+          placeholder="billing-webhooks"
+        />
         <fieldset className="field fieldset" aria-describedby={noScope ? "new-key-scope-error" : undefined}>
           <legend className="field__label">Scopes</legend>
           {SCOPES.map((s) => (

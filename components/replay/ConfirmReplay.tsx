@@ -3,6 +3,7 @@
 import { useMutation } from "@tanstack/react-query";
 import { useRef, useState, type FormEvent } from "react";
 import { ErrorBox } from "@/components/ui/ErrorBox";
+import { Field, TextField } from "@/components/ui/TextField";
 import { formatCount } from "@/components/ui/format";
 import {
   CATEGORIES,
@@ -91,10 +92,18 @@ export function ConfirmReplay({
         })}
       </fieldset>
       {forced && (
-        <div className="field">
-          <label className="field__label" htmlFor="force-reason">
-            Reason for forcing
-          </label>
+        <Field
+          id="force-reason"
+          label="Reason for forcing"
+          wideHint
+          hint={
+            <>
+              At least {MIN_FORCE_REASON} characters; recorded with the replay in the action log. These{" "}
+              {formatCount(preflight.counts.expired_processed)} events were processed before and their keys are gone: the handler
+              will process them again.
+            </>
+          }
+        >
           <textarea
             className="input input--wide"
             id="force-reason"
@@ -103,60 +112,32 @@ export function ConfirmReplay({
             onChange={(e) => setReason(e.target.value)}
             aria-describedby="force-reason-hint"
           />
-          <span className="field__hint field__hint--wide" id="force-reason-hint">
-            At least {MIN_FORCE_REASON} characters; recorded with the replay in the action log. These{" "}
-            {formatCount(preflight.counts.expired_processed)} events were processed before and their keys are gone: the handler
-            will process them again.
-          </span>
-        </div>
+        </Field>
       )}
-      <div className="field">
-        <label className="field__label" htmlFor="replay-rate">
-          Rate (events per second)
-        </label>
-        <input
-          className="input input--duration"
-          id="replay-rate"
-          inputMode="numeric"
-          value={rate}
-          onChange={(e) => setRate(e.target.value)}
-          aria-describedby="replay-rate-hint"
-        />
-        <span className="field__hint" id="replay-rate-hint">
-          1 to {MAX_RATE_PER_SECOND}; default {DEFAULT_RATE_PER_SECOND}
-        </span>
-      </div>
-      <div className="field">
-        <label className="field__label" htmlFor="replay-concurrency">
-          Concurrency (deliveries at a time)
-        </label>
-        <input
-          className="input input--duration"
-          id="replay-concurrency"
-          inputMode="numeric"
-          value={concurrency}
-          onChange={(e) => setConcurrency(e.target.value)}
-          aria-describedby="replay-concurrency-hint"
-        />
-        <span className="field__hint" id="replay-concurrency-hint">
-          1 to {MAX_CONCURRENCY}; default {DEFAULT_CONCURRENCY}. A slow destination needs more to reach the rate.
-        </span>
-      </div>
-      <div className="field">
-        <label className="field__label" htmlFor="replay-confirm">
-          {forced ? "Type the source name to confirm" : "Type the number of events to confirm"}
-        </label>
-        <input
-          className="input"
-          id="replay-confirm"
-          value={typed}
-          onChange={(e) => setTyped(e.target.value)}
-          autoComplete="off"
-          spellCheck={false}
-          aria-describedby="replay-confirm-hint"
-        />
-        <span className="field__hint field__hint--wide" id="replay-confirm-hint">
-          {forced ? (
+      <TextField
+        id="replay-rate"
+        label="Rate (events per second)"
+        hint={`1 to ${MAX_RATE_PER_SECOND}; default ${DEFAULT_RATE_PER_SECOND}`}
+        inputClassName="input--duration"
+        inputMode="numeric"
+        value={rate}
+        onChange={(e) => setRate(e.target.value)}
+      />
+      <TextField
+        id="replay-concurrency"
+        label="Concurrency (deliveries at a time)"
+        hint={`1 to ${MAX_CONCURRENCY}; default ${DEFAULT_CONCURRENCY}. A slow destination needs more to reach the rate.`}
+        inputClassName="input--duration"
+        inputMode="numeric"
+        value={concurrency}
+        onChange={(e) => setConcurrency(e.target.value)}
+      />
+      <TextField
+        id="replay-confirm"
+        label={forced ? "Type the source name to confirm" : "Type the number of events to confirm"}
+        wideHint
+        hint={
+          forced ? (
             <>
               A forced replay: type <strong className="source-name">{phrase}</strong>
             </>
@@ -164,9 +145,13 @@ export function ConfirmReplay({
             <>
               Type <strong>{phrase}</strong>: the number of events this replay sends
             </>
-          )}
-        </span>
-      </div>
+          )
+        }
+        value={typed}
+        onChange={(e) => setTyped(e.target.value)}
+        autoComplete="off"
+        spellCheck={false}
+      />
       {showProblems && !checked.ok && (
         <ul className="inline-error" role="alert">
           {checked.problems.map((p) => (

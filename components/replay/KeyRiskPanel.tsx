@@ -1,12 +1,13 @@
 "use client";
 
 import { useQuery } from "@tanstack/react-query";
-import { ErrorBox } from "@/components/ui/ErrorBox";
+import { QueryView } from "@/components/ui/QueryView";
 import { EventLink } from "@/components/ui/EventLink";
 import { formatDateTime } from "@/components/ui/format";
 import { keyRiskHeadline, keysAtRisk } from "./prepare";
 import { keyRiskQuery } from "./queries";
 import { useNow } from "./useNow";
+import type { DeadLetterList } from "@/lib/deadletters/schema";
 
 /**
  * The warning: pending dead letters whose keys already expired or expire within 24 h, soonest first. A
@@ -15,11 +16,15 @@ import { useNow } from "./useNow";
  */
 export function KeyRiskPanel({ source }: { source: string | undefined }) {
   const now = useNow(30_000);
-  const { data, error, isPending, isFetching, refetch } = useQuery(keyRiskQuery(source));
-  if (isPending) return null;
-  if (!data) {
-    return <ErrorBox title="Keys at risk could not be checked" error={error} onRetry={() => void refetch()} retrying={isFetching} />;
-  }
+  const query = useQuery(keyRiskQuery(source));
+  return (
+    <QueryView query={query} loading={null} errorTitle="Keys at risk could not be checked">
+      {(data) => <KeyRisks data={data} now={now} />}
+    </QueryView>
+  );
+}
+
+function KeyRisks({ data, now }: { data: DeadLetterList; now: number }) {
   const headline = keyRiskHeadline(data.counts.keyRisk);
   if (!headline) return null;
   const risks = keysAtRisk(data.items, now);

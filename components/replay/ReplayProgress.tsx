@@ -5,6 +5,7 @@ import { useEffect, useId, useRef } from "react";
 import { useCan } from "@/components/auth/SessionProvider";
 import { ConfirmAction } from "@/components/ui/ConfirmAction";
 import { ErrorBox } from "@/components/ui/ErrorBox";
+import { QueryView } from "@/components/ui/QueryView";
 import { formatCount, formatDateTime } from "@/components/ui/format";
 import { isFinished, outcomeRows, replayControls, replayHeadline, replayProgress } from "./prepare";
 import { controlReplay, replayKeys, replayQuery, type ReplayControl } from "./queries";
@@ -30,7 +31,8 @@ export function ReplayProgress({
 }) {
   const canOperate = useCan("operator");
   const queryClient = useQueryClient();
-  const { data, error, isPending, isError, isFetching, refetch } = useQuery(replayQuery(replayId));
+  const query = useQuery(replayQuery(replayId));
+  const { data, error, isError } = query;
   const control = useMutation({
     mutationFn: (action: ReplayControl) => controlReplay(replayId, action),
     onSettled: () => queryClient.invalidateQueries({ queryKey: replayKeys.all }),
@@ -68,48 +70,44 @@ export function ReplayProgress({
           </button>
         )}
       </header>
-      {isPending ? (
-        <p className="muted" aria-busy="true">
-          Loading the replay…
-        </p>
-      ) : !data ? (
-        <ErrorBox title="The replay could not be loaded" error={error} onRetry={() => void refetch()} retrying={isFetching} />
-      ) : (
-        <>
-          {isError && (
-            <p className="warn-text" role="status">
-              Progress may be out of date: the last update failed ({(error as Error).message}). Retrying…
+      <QueryView query={query} loading="Loading the replay…" errorTitle="The replay could not be loaded">
+        {(data) => (
+          <>
+            {isError && (
+              <p className="warn-text" role="status">
+                Progress may be out of date: the last update failed ({(error as Error).message}). Retrying…
+              </p>
+            )}
+            <ProgressBar done={replayProgress(data).done} total={data.total} percent={replayProgress(data).percent} />
+            <p aria-live="polite">{replayHeadline(data)}</p>
+            {data.destination && (
+              <p className="small replay-destination">
+                {finished ? "Sent to" : "Sending to"} <span className="mono">{data.destination}</span>
+                {!finished && <span className="muted"> (the source&apos;s destination, read at each batch)</span>}
+              </p>
+            )}
+            <dl className="detail-list replay-counts">
+              {outcomeRows(data.counts).map((o) => (
+                <div key={o.outcome}>
+                  <dt>{o.label}</dt>
+                  <dd className="strong" data-outcome={o.outcome}>
+                    {formatCount(o.count)}
+                  </dd>
+                </div>
+              ))}
+            </dl>
+            <p className="muted small">
+              Started {formatDateTime(data.createdAt, true)} by {data.createdBy} · {data.ratePerSecond}/s · includes{" "}
+              {data.include.join(", ")}
+              {data.forced && <span className="warn-text"> · forced: {data.forceReason}</span>}
+              {data.finishedAt && <> · finished {formatDateTime(data.finishedAt, true)}</>}
             </p>
-          )}
-          <ProgressBar done={replayProgress(data).done} total={data.total} percent={replayProgress(data).percent} />
-          <p aria-live="polite">{replayHeadline(data)}</p>
-          {data.destination && (
-            <p className="small replay-destination">
-              {finished ? "Sent to" : "Sending to"} <span className="mono">{data.destination}</span>
-              {!finished && <span className="muted"> (the source&apos;s destination, read at each batch)</span>}
-            </p>
-          )}
-          <dl className="detail-list replay-counts">
-            {outcomeRows(data.counts).map((o) => (
-              <div key={o.outcome}>
-                <dt>{o.label}</dt>
-                <dd className="strong" data-outcome={o.outcome}>
-                  {formatCount(o.count)}
-                </dd>
-              </div>
-            ))}
-          </dl>
-          <p className="muted small">
-            Started {formatDateTime(data.createdAt, true)} by {data.createdBy} · {data.ratePerSecond}/s · includes{" "}
-            {data.include.join(", ")}
-            {data.forced && <span className="warn-text"> · forced: {data.forceReason}</span>}
-            {data.finishedAt && <> · finished {formatDateTime(data.finishedAt, true)}</>}
-          </p>
-          {canOperate && !finished && <Controls status={data.status} onAction={(a) => control.mutate(a)} pending={control.isPending} />}
-          {control.isError && <ErrorBox title="The replay did not change" error={control.error} />}
-          {finished && <ReplayResults replay={data} />}
-        </>
-      )}
+            {canOperate && !finished && <Controls status={data.status} onAction={(a) => control.mutate(a)} pending={control.isPending} />}
+            {control.isError && <ErrorBox title="The replay did not change" error={control.error} />}
+            {finished && <ReplayResults replay={data} />}
+          </>
+        )}
+      </QueryView>
     </Wrapper>
   );
 }

@@ -3,6 +3,7 @@
 import { useMutation, useQueryClient } from "@tanstack/react-query";
 import { useState, type FormEvent } from "react";
 import { ErrorBox } from "@/components/ui/ErrorBox";
+import { Field, TextField } from "@/components/ui/TextField";
 import { useHydrated } from "@/components/ui/useHydrated";
 import { ROLE_HELP, ROLES, type Role } from "@/lib/auth/roles";
 import { createUser, userKeys } from "./queries";
@@ -39,30 +40,19 @@ export function CreateUserForm({ onPassword }: { onPassword: ShowPassword }) {
       </h2>
       {create.isError && <ErrorBox title="The user was not created" error={create.error} />}
       <form className="form form--row" method="post" onSubmit={submit}>
-        <div className="field">
-          <label className="field__label" htmlFor="new-user-name">
-            Username
-          </label>
-          <input
-            className="input"
-            id="new-user-name"
-            name="username"
-            required
-            pattern="[A-Za-z0-9][A-Za-z0-9._\-]{1,63}"
-            title="2-64 characters: letters, digits, '.', '_' or '-'"
-            autoComplete="off"
-            autoCapitalize="none"
-            spellCheck={false}
-            aria-describedby="new-user-name-hint"
-          />
-          <span className="field__hint" id="new-user-name-hint">
-            2-64 letters, digits, . _ -
-          </span>
-        </div>
-        <div className="field">
-          <label className="field__label" htmlFor="new-user-role">
-            Role
-          </label>
+        <TextField
+          id="new-user-name"
+          label="Username"
+          hint="2-64 letters, digits, . _ -"
+          name="username"
+          required
+          pattern="[A-Za-z0-9][A-Za-z0-9._\-]{1,63}"
+          title="2-64 characters: letters, digits, '.', '_' or '-'"
+          autoComplete="off"
+          autoCapitalize="none"
+          spellCheck={false}
+        />
+        <Field id="new-user-role" label="Role">
           <select className="input" id="new-user-role" name="role" defaultValue="viewer" aria-describedby="new-user-role-hint">
             {ROLES.map((r) => (
               <option key={r} value={r}>
@@ -77,24 +67,20 @@ export function CreateUserForm({ onPassword }: { onPassword: ShowPassword }) {
               </li>
             ))}
           </ul>
-        </div>
-        <div className="field">
-          <label className="field__label" htmlFor="new-user-password">
-            Password <span className="muted">(optional)</span>
-          </label>
-          <input
-            className="input"
-            id="new-user-password"
-            name="password"
-            type="password"
-            minLength={12}
-            autoComplete="new-password"
-            aria-describedby="new-user-password-hint"
-          />
-          <span className="field__hint" id="new-user-password-hint">
-            At least 12 characters; leave empty to have one generated and shown once
-          </span>
-        </div>
+        </Field>
+        <TextField
+          id="new-user-password"
+          label={
+            <>
+              Password <span className="muted">(optional)</span>
+            </>
+          }
+          hint="At least 12 characters; leave empty to have one generated and shown once"
+          name="password"
+          type="password"
+          minLength={12}
+          autoComplete="new-password"
+        />
         <div className="form__actions">
           <button type="submit" className="button button--primary" disabled={!hydrated || create.isPending}>
             {create.isPending ? "Creating…" : "Create user"}
