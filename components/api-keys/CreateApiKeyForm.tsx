@@ -3,6 +3,7 @@
 import { useMutation, useQueryClient } from "@tanstack/react-query";
 import { useState, type FormEvent } from "react";
 import { ErrorBox } from "@/components/ui/ErrorBox";
+import { Panel } from "@/components/ui/Panel";
 import { TextField } from "@/components/ui/TextField";
 import { useHydrated } from "@/components/ui/useHydrated";
 import { SCOPE_HELP } from "@/lib/auth/roles";
@@ -31,10 +32,7 @@ export function CreateApiKeyForm({ onCreated }: { onCreated: (name: string, key:
     create.mutate({ name: String(form.get("name") ?? "").trim(), scopes }, { onSuccess: () => formEl.reset() });
   };
   return (
-    <section className="panel panel--form" aria-labelledby="create-key-title">
-      <h2 className="section-title section-title--flush" id="create-key-title">
-        Create an API key
-      </h2>
+    <Panel title="Create an API key" wide>
       {create.isError && <ErrorBox title="The key was not created" error={create.error} />}
       <form className="form" method="post" onSubmit={submit}>
         <TextField
@@ -74,6 +72,6 @@ export function CreateApiKeyForm({ onCreated }: { onCreated: (name: string, key:
           </button>
         </div>
       </form>
-    </section>
+    </Panel>
   );
 }

@@ -8,6 +8,7 @@ import { TextField } from "@/components/ui/TextField";
 import { useHydrated } from "@/components/ui/useHydrated";
 import { isoToLocalInput, KNOWN_AUDIT_KINDS, localInputToIso } from "./prepare";
 import type { AuditSearchFilters } from "./queries";
+import styles from "./audit.module.css";
 
 /**
  * The audit search. The event id comes first: with a source too, submitting goes straight to that event's
@@ -48,12 +49,12 @@ export function AuditSearchForm({
   const k = JSON.stringify(filters); // re-seed the uncontrolled inputs when the URL's filters change
 
   return (
-    <form className="panel audit-search" method="get" onSubmit={submit} aria-label="Search the audit history" key={k}>
-      <div className="audit-search__lookup">
+    <form className={`panel ${styles.search}`} method="get" onSubmit={submit} aria-label="Search the audit history" key={k}>
+      <div className={styles.lookup}>
         <TextField
           id="audit-event-id"
           label="Event id"
-          className="audit-search__event"
+          className={styles.eventField}
           inputClassName="input--wide mono"
           name="eventId"
           defaultValue={filters.eventId ?? ""}
@@ -72,7 +73,7 @@ export function AuditSearchForm({
       <p className="field__hint field__hint--wide">
         With a source and an event id, Search opens that event&apos;s page: whether it was processed, when, and what became of its key.
       </p>
-      <details className="audit-search__more" open={Boolean(filters.eventIdPrefix || filters.eventType || filters.kind || filters.actor || filters.from || filters.to)}>
+      <details className={styles.more} open={Boolean(filters.eventIdPrefix || filters.eventType || filters.kind || filters.actor || filters.from || filters.to)}>
         <summary>More filters</summary>
         <div className="filters">
           <TextField id="audit-prefix" label="Event id starts with" inputClassName="mono" name="eventIdPrefix" defaultValue={filters.eventIdPrefix ?? ""} autoComplete="off" spellCheck={false} />

@@ -5,9 +5,11 @@ import { useQuery } from "@tanstack/react-query";
 import { EmptyState } from "@/components/ui/EmptyState";
 import { QueryView } from "@/components/ui/QueryView";
 import { PageHeader } from "@/components/ui/PageHeader";
+import { Panel } from "@/components/ui/Panel";
 import { formatCount, formatDateTime } from "@/components/ui/format";
 import { EventTimeline } from "./EventTimeline";
 import { formatInstants } from "./prepare";
+import styles from "./audit.module.css";
 import { eventQuery, filterParams, type EventAnswer } from "./queries";
 
 const FATE_CLASS: Record<EventAnswer["fate"], string> = {
@@ -47,12 +49,12 @@ export function EventPage({ source, eventId }: { source: string; eventId: string
       <QueryView query={query} loading="Looking up the key and the audit history…" errorTitle="This event could not be looked up">
         {(data) => (
           <>
-            <section className="panel event-answer" aria-label="Answer">
-              <p className="event-answer__sentence">
+            <Panel aria-label="Answer">
+              <p className={styles.sentence}>
                 <span className={`status ${FATE_CLASS[data.fate]}`}>{FATE_LABEL[data.fate]}</span>{" "}
                 <strong>{formatInstants(data.sentence, (iso) => formatDateTime(iso, true))}</strong>
               </p>
-              <dl className="detail-list event-answer__facts">
+              <dl className="detail-list">
                 <Fact label="Status now">{data.status ?? <span className="muted">no key</span>}</Fact>
                 <Fact label="Event type">{data.eventType ? <span className="mono">{data.eventType}</span> : <span className="muted">—</span>}</Fact>
                 <Fact label="Processed at">{when(data.processedAt)}</Fact>
@@ -70,7 +72,7 @@ export function EventPage({ source, eventId }: { source: string; eventId: string
               <p className="muted small">
                 As of {formatDateTime(data.asOf, true)} (database clock). The audit history is kept {data.retentionDays} days.
               </p>
-            </section>
+            </Panel>
             <h2 className="section-title">Timeline</h2>
             {data.timeline.length === 0 ? (
               <EmptyState title="No audit rows">

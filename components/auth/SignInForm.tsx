@@ -7,6 +7,7 @@ import { ErrorBox } from "@/components/ui/ErrorBox";
 import { TextField } from "@/components/ui/TextField";
 import { useHydrated } from "@/components/ui/useHydrated";
 import { SsoButton, type SsoProvider } from "./SsoButton";
+import styles from "@/components/auth/auth.module.css";
 
 /**
  * Username and password. The server's refusal is shown as it sent it (401 wrong credentials, 429 locked
@@ -34,7 +35,7 @@ export function SignInForm({ sso }: { sso: SsoProvider | null }) {
   const busy = signIn.isPending || signIn.isSuccess;
   return (
     <>
-      <h1 className="auth-card__title">Sign in</h1>
+      <h1 className={styles.title}>Sign in</h1>
       {signIn.isError && <ErrorBox title="Sign-in failed" error={signIn.error} />}
       <form className="form" method="post" onSubmit={submit} aria-label="Sign in">
         <TextField

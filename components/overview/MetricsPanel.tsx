@@ -9,6 +9,7 @@ import type { MetricsRange } from "@/lib/metrics/schema";
 import { formatStep } from "./chart-data";
 import { MetricsCharts, MetricsChartsSkeleton } from "./MetricsCharts";
 import { RangePicker } from "./RangePicker";
+import styles from "./overview.module.css";
 
 /** The Overview's trends: loads the metrics history of the chosen range and picks what to show. */
 export function MetricsPanel({ range }: { range: MetricsRange }) {
@@ -16,8 +17,8 @@ export function MetricsPanel({ range }: { range: MetricsRange }) {
   const { data, isFetching, isPlaceholderData } = query;
 
   return (
-    <section className="metrics" aria-label="Trends" aria-busy={isFetching}>
-      <div className="metrics__header">
+    <section className={styles.metrics} aria-label="Trends" aria-busy={isFetching}>
+      <div className={styles.metricsHeader}>
         <h2 className="section-title">Trends</h2>
         <RangePicker value={range} />
         <span className="muted small">

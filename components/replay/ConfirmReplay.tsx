@@ -16,6 +16,7 @@ import {
   type ReplayBody,
 } from "./prepare";
 import { newIdempotencyKey, startReplay } from "./queries";
+import styles from "./replay.module.css";
 import {
   DEFAULT_CONCURRENCY,
   DEFAULT_RATE_PER_SECOND,
@@ -63,8 +64,8 @@ export function ConfirmReplay({
     start.mutate({ body: checked.body, key: sent.current.key });
   };
   return (
-    <form className="form wizard__stage" onSubmit={submit} noValidate aria-label="Confirm the replay">
-      <h3 className="source-card__subtitle">Confirm</h3>
+    <form className={`form ${styles.stage}`} onSubmit={submit} noValidate aria-label="Confirm the replay">
+      <h3 className="subtitle">Confirm</h3>
       <fieldset className="fieldset">
         <legend className="field__label">Include</legend>
         {CATEGORIES.map((c) => {

@@ -11,6 +11,7 @@ import { DeadLetterCounts } from "./DeadLetterCounts";
 import { DeadLettersTable } from "./DeadLettersTable";
 import { hasFilters, selectionFromChecked, selectionFromFilters, type DeadLetterFilters, type Selection } from "./prepare";
 import { deadLettersQuery } from "./queries";
+import styles from "./replay.module.css";
 import type { DeadLetter } from "@/lib/deadletters/schema";
 
 /**
@@ -52,7 +53,7 @@ export function DeadLettersDataTable({
           <>
             <DeadLetterCounts counts={counts} filters={filters} onFilter={onFilter} />
             {canOperate && (
-              <div className="row-actions replay-actions">
+              <div className={`row-actions ${styles.actions}`}>
                 <button
                   type="button"
                   className="button button--primary"

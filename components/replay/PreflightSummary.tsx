@@ -2,6 +2,7 @@ import { EventLink } from "@/components/ui/EventLink";
 import { formatCount, formatDateTime } from "@/components/ui/format";
 import { categoryRows, describeExpiry, itemsByCategory } from "./prepare";
 import type { Preflight } from "@/lib/replay/schema";
+import styles from "./replay.module.css";
 
 /** Items listed per category before "and N more". */
 const SHOWN = 100;
@@ -13,7 +14,7 @@ export function PreflightSummary({ preflight, nowMs }: { preflight: Preflight; n
   return (
     <>
       <div className="table-wrap">
-        <table className="table table--wrap preflight-table">
+        <table className="table table--wrap">
           <caption className="visually-hidden">Preflight summary</caption>
           <thead>
             <tr>
@@ -44,11 +45,11 @@ export function PreflightSummary({ preflight, nowMs }: { preflight: Preflight; n
         .map((r) => {
           const items = byCategory[r.category];
           return (
-            <details key={r.category} className="preflight-items">
+            <details key={r.category} className={styles.items}>
               <summary>
                 {r.label}: {formatCount(r.count)} event{r.count === 1 ? "" : "s"}
               </summary>
-              <ul className="preflight-items__list">
+              <ul className={styles.itemList}>
                 {items.slice(0, SHOWN).map((i) => (
                   <li key={i.deadLetterId}>
                     <EventLink source={preflight.source} eventId={i.eventId} /> <span className="muted small">{i.eventType}</span>

@@ -2,6 +2,7 @@ import { EventLink } from "@/components/ui/EventLink";
 import { formatCount } from "@/components/ui/format";
 import { OUTCOME_LABEL } from "./prepare";
 import type { Replay, ReplayItemResult } from "@/lib/replay/schema";
+import styles from "./replay.module.css";
 
 /** A finished replay's items that did not get delivered, with the reason for each. Display only. */
 export function ReplayResults({ replay }: { replay: Replay }) {
@@ -27,7 +28,7 @@ function ItemTable({ title, items, source }: { title: string; items: ReplayItemR
   return (
     <div className="table-wrap">
       <table className="table table--wrap">
-        <caption className="source-card__subtitle replay-results__caption">
+        <caption className={`subtitle ${styles.caption}`}>
           {title} ({formatCount(items.length)})
         </caption>
         <thead>

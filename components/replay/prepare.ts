@@ -248,6 +248,78 @@ export function needsExtend(p: Pick<Preflight, "counts" | "extendedAt">): boolea
 }
 
 // ---------------------------------------------------------------------------------------------------
+// The wizard's steps
+
+/** A preflight on screen, and how many keys its extend moved (null: not extended in this wizard). */
+type Checked = { preflight: Preflight; extended: number | null };
+
+/**
+ * Where the wizard is, and only what that step has: nothing before the preflight ran, the preflight
+ * (and the extend's count) while it is reviewed, extended and confirmed, the replay's id once started.
+ */
+export type WizardState =
+  | { step: "select" }
+  | ({ step: "preflight" } & Checked)
+  | ({ step: "extend" } & Checked)
+  | ({ step: "confirm" } & Checked)
+  | { step: "run"; replayId: string; finished: boolean };
+
+export type WizardEvent =
+  /** A preflight (first or re-run) answered: it is reviewed afresh. */
+  | { type: "preflighted"; preflight: Preflight }
+  /** The extend answered with the re-classified preflight. */
+  | { type: "extended"; preflight: Preflight; extended: number }
+  /** Forward: from the preflight to the extend step when keys expire inside the window, else to confirm. */
+  | { type: "next" }
+  | { type: "back" }
+  | { type: "started"; replayId: string }
+  | { type: "finished" };
+
+export const WIZARD_START: WizardState = { step: "select" };
+
+/** The wizard's one transition rule. An event that does not apply to the current step changes nothing. */
+export function wizardReducer(state: WizardState, event: WizardEvent): WizardState {
+  switch (event.type) {
+    case "preflighted":
+      return state.step === "run" ? state : { step: "preflight", preflight: event.preflight, extended: null };
+    case "extended":
+      return state.step === "preflight" || state.step === "extend" || state.step === "confirm"
+        ? { ...state, preflight: event.preflight, extended: event.extended }
+        : state;
+    case "next":
+      if (state.step === "preflight") return { ...state, step: needsExtend(state.preflight) ? "extend" : "confirm" };
+      if (state.step === "extend") return { ...state, step: "confirm" };
+      return state;
+    case "back":
+      if (state.step === "preflight") return { step: "select" };
+      if (state.step === "extend") return { ...state, step: "preflight" };
+      if (state.step === "confirm") {
+        return { ...state, step: needsExtend(state.preflight) || state.extended !== null ? "extend" : "preflight" };
+      }
+      return state;
+    case "started":
+      return state.step === "confirm" ? { step: "run", replayId: event.replayId, finished: false } : state;
+    case "finished":
+      return state.step === "run" ? { ...state, finished: true } : state;
+  }
+}
+
+/** The wizard's steps as the step bar names them. */
+export const WIZARD_STEPS = [
+  { step: "select", label: "Select" },
+  { step: "preflight", label: "Preflight" },
+  { step: "extend", label: "Extend" },
+  { step: "confirm", label: "Confirm" },
+  { step: "run", label: "Progress" },
+  { step: "results", label: "Results" },
+] as const;
+
+/** The step the bar marks current: a finished run shows its results. */
+export function currentStep(state: WizardState): (typeof WIZARD_STEPS)[number]["step"] {
+  return state.step === "run" && state.finished ? "results" : state.step;
+}
+
+// ---------------------------------------------------------------------------------------------------
 // The confirm step
 
 /**

@@ -1,13 +1,14 @@
 import { formatDuration } from "@/lib/sources/duration";
 import { ttlEquation } from "./prepare";
 import type { PresetItem } from "./queries";
+import styles from "./sources.module.css";
 
 /** The TTL presets, collapsed: each one's TTL, parts, what it assumes of the sender and where that comes from. */
 export function PresetsPanel({ presets }: { presets: PresetItem[] }) {
   return (
-    <details className="panel presets-panel">
-      <summary className="presets-panel__summary">
-        <h2 className="section-title section-title--inline">Presets ({presets.length})</h2>
+    <details className={`panel ${styles.presets}`}>
+      <summary className={styles.presetsSummary}>
+        <h2 className={`section-title ${styles.inlineTitle}`}>Presets ({presets.length})</h2>
         <span className="muted small"> what each assumes, and where its figures come from</span>
       </summary>
       <div className="table-wrap">

@@ -47,8 +47,8 @@ export function ReplayTarget({ source, canEdit }: { source: SourceItem; canEdit:
   };
   const inputId = `replay-destination-${source.name}`;
   return (
-    <div className="replay-target">
-      <h4 className="source-card__subtitle">Replay</h4>
+    <div>
+      <h4 className="subtitle">Replay</h4>
       <dl className="detail-list">
         <div>
           <dt>Replay destination</dt>
@@ -69,7 +69,7 @@ export function ReplayTarget({ source, canEdit }: { source: SourceItem; canEdit:
         {grace && (
           <div>
             <dt>Rotation grace period</dt>
-            <dd className="signing-grace">
+            <dd data-testid="signing-grace">
               {grace.active ? (
                 <span className="warn-text">
                   The previous secret also signs replays until <time dateTime={grace.until}>{formatDateTime(grace.until)}</time>: switch the

@@ -19,6 +19,7 @@ import {
   type SourceFormState,
 } from "./prepare";
 import type { PresetItem } from "./queries";
+import styles from "./sources.module.css";
 
 type Checked<T> = { ok: true; body: T } | { ok: false; errors: FieldErrors };
 
@@ -98,14 +99,14 @@ export function SourceForm<Body>({
 
   const parts = formParts(state);
   return (
-    <form className="form source-form" method="post" onSubmit={submit} noValidate>
+    <form className="form" method="post" onSubmit={submit} noValidate>
       {serverError != null && !hasServerFields && <ErrorBox title={errorTitle} error={serverError} />}
       {errors.form && (
         <p className="inline-error" role="alert">
           {errors.form}
         </p>
       )}
-      <div className="source-form__row">
+      <div className={styles.formRow}>
         {mode === "create" && (
           <TextField
             {...textProps("name")}
@@ -157,7 +158,7 @@ export function SourceForm<Body>({
 
       <fieldset className="fieldset">
         <legend className="field__label">Key lifetime: TTL = the sum of four parts</legend>
-        <div className="source-form__row">
+        <div className={styles.formRow}>
           {PARTS.map((p) => (
             <TextField
               key={p.field}
@@ -170,7 +171,7 @@ export function SourceForm<Body>({
             />
           ))}
         </div>
-        <p className="source-form__ttl" aria-live="polite">
+        <p className={styles.ttl} aria-live="polite">
           TTL:{" "}
           {parts ? (
             <span className="mono">{ttlEquation(parts)}</span>

@@ -7,6 +7,7 @@ import { QueryView } from "@/components/ui/QueryView";
 import { sourcesSummary } from "./prepare";
 import { sourcesQuery, type PresetItem } from "./queries";
 import { SourceCard } from "./SourceCard";
+import styles from "./sources.module.css";
 
 /** Loads the sources and picks what to show: loading, error, none yet, or a card per source. */
 export function SourcesDataTable({ presets }: { presets: PresetItem[] | undefined }) {
@@ -32,7 +33,7 @@ export function SourcesDataTable({ presets }: { presets: PresetItem[] | undefine
       {(sources) => (
         <>
           <p className="muted">{sourcesSummary(sources)}</p>
-          <ul className="source-list">
+          <ul className={styles.list}>
             {sources.map((s) => (
               <li key={s.name}>
                 <SourceCard source={s} presets={presets} canEdit={canEdit} canExtend={canExtend} />

@@ -58,7 +58,7 @@ afterAll(async () => {
 }, 30_000);
 
 function chart(page: Page, title: string): Locator {
-  return page.locator(`section.chart-card[aria-label="${title}"]`);
+  return page.locator(`section[data-chart="${title}"]`);
 }
 
 /**
@@ -70,7 +70,7 @@ async function hoverUntil(page: Page, card: Locator, text: string): Promise<stri
   await plot.waitFor();
   await card.scrollIntoViewIfNeeded();
   const box = (await plot.boundingBox())!;
-  const tooltip = card.locator(".chart-tooltip");
+  const tooltip = card.getByTestId("chart-tooltip");
   let seen = "";
   for (let x = box.x + box.width - 1; x > box.x + box.width * 0.7; x -= 4) {
     await page.mouse.move(x, box.y + box.height / 2);
