@@ -22,6 +22,18 @@ export class ApiError extends Error {
   }
 }
 
+/**
+ * A server type as the API sends it through JSON: dates become ISO text. The console's answer types are
+ * the server's own (`AsJson<UserInfo>`), so a field added or renamed there reaches the screens' types.
+ */
+export type AsJson<T> = T extends Date
+  ? string
+  : T extends readonly (infer U)[]
+    ? AsJson<U>[]
+    : T extends object
+      ? { [K in keyof T]: AsJson<T[K]> }
+      : T;
+
 type Method = "GET" | "POST" | "PATCH" | "DELETE";
 
 export async function api<T>(

@@ -7,6 +7,7 @@
 import { formatBytes, formatCount } from "@/components/ui/format";
 import type { Invariant } from "@/lib/retention/invariants";
 import type { SourceParts } from "@/lib/retention/presets";
+import type { SourceReport } from "@/lib/sources/sources";
 import { sourceName } from "@/lib/claims/schema";
 import { formatDuration, parseDuration } from "@/lib/sources/duration";
 import { MAX_TTL_SECONDS } from "@/lib/sources/schema";
@@ -69,13 +70,8 @@ export function sourcesSummary(sources: readonly { invariants: readonly Invarian
 // ---------------------------------------------------------------------------------------------------
 // Projection
 
-export type Projection = {
-  claimRate: number;
-  keys: number;
-  bytesPerKey: number;
-  bytesPerKeyMeasured: boolean;
-  bytes: number;
-};
+/** The steady-state projection the server sends with each source. */
+export type Projection = SourceReport["projection"];
 
 /** Claims per second in words that stay readable at low rates: "0.0028/s (10/h)". */
 export function formatClaimRate(perSecond: number): string {
