@@ -1,12 +1,14 @@
 "use client";
 
+import styles from "./(console)/layout.module.css";
+
 /**
  * The console's last-resort error page. Pages look up the session in the database on every request, so
  * the usual cause is a database that cannot be reached; say so rather than show a blank 500.
  */
 export default function ConsoleError({ reset }: { error: Error & { digest?: string }; reset: () => void }) {
   return (
-    <main className="content">
+    <main className={styles.content}>
       <section className="panel" role="alert">
         <h1 className="section-title">Keyward cannot show this page right now</h1>
         <p>

@@ -2,6 +2,7 @@
 // The `keyward` command. Runs the CLI compiled at install (dist/cli/keyward.js, scripts/build-cli.mjs) when
 // it is newer than every source it was built from; otherwise (a source edited since, or never built)
 // transpiles lib/cli/main.ts with tsx's require hook on the fly, as a development checkout does.
+require("./outside-next.cjs"); // `import "server-only"` resolves to its empty module outside Next
 const fs = require("node:fs");
 const path = require("node:path");
 

@@ -1,11 +1,38 @@
 /**
- * The console's one way to call its own API from the browser: JSON in and out, and the one error body
- * `{ error: { code, message, details? } }` turned into an ApiError. Plain same-origin fetches: the browser
- * sends the session cookie and, on changes, the Origin header the server's CSRF check wants.
+ * The console's one way to call its own API from the browser: JSON in and out, the one error body
+ * `{ error: { code, message, details? } }` (or a network failure) turned into an ApiError, and the retry
+ * rule every screen's queries share. Plain same-origin fetches: the browser sends the session cookie and,
+ * on changes, the Origin header the server's CSRF check wants.
  */
-import { ApiError } from "@/lib/http/client";
+import type { z } from "zod";
 
-export { ApiError };
+/**
+ * A failed console API call, carrying the one error body when there is one (`details.fields` on a 422:
+ * which request field was refused, and why).
+ */
+export class ApiError extends Error {
+  constructor(
+    readonly status: number,
+    readonly code: string,
+    message: string,
+    readonly details?: unknown,
+  ) {
+    super(message);
+    this.name = "ApiError";
+  }
+}
+
+/**
+ * A server type as the API sends it through JSON: dates become ISO text. The console's answer types are
+ * the server's own (`AsJson<UserInfo>`), so a field added or renamed there reaches the screens' types.
+ */
+export type AsJson<T> = T extends Date
+  ? string
+  : T extends readonly (infer U)[]
+    ? AsJson<U>[]
+    : T extends object
+      ? { [K in keyof T]: AsJson<T[K]> }
+      : T;
 
 type Method = "GET" | "POST" | "PATCH" | "DELETE";
 
@@ -34,6 +61,22 @@ export async function api<T>(
     throw new ApiError(res.status, e?.code ?? `http_${res.status}`, e?.message ?? `${res.status} ${res.statusText}`, e?.details);
   }
   return body as T;
+}
+
+/**
+ * A GET whose answer is checked against the shared zod schema, so a server/console mismatch shows up as
+ * a clear error instead of NaN in a table.
+ */
+export async function apiParsed<T>(
+  path: string,
+  schema: z.ZodType<T>,
+  /** What the error says when the answer does not match, e.g. "the server's overview does not match …". */
+  mismatch: string,
+  signal?: AbortSignal,
+): Promise<T> {
+  const parsed = schema.safeParse(await api<unknown>(path, { signal }));
+  if (!parsed.success) throw new ApiError(200, "unexpected_response", `${mismatch}; reload the page`);
+  return parsed.data;
 }
 
 /** Retry what may pass on its own (network, 5xx such as 503 database_unavailable); a 4xx will not. */

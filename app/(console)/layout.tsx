@@ -4,15 +4,16 @@ import { SessionProvider } from "@/components/auth/SessionProvider";
 import { UserMenu } from "@/components/auth/UserMenu";
 import { ConsoleNav } from "@/components/ui/ConsoleNav";
 import { requireUser } from "@/lib/auth/pages";
+import styles from "./layout.module.css";
 
 /** The console shell for signed-in people (anyone else goes to /sign-in): brand, navigation, user, page. */
 export default async function ConsoleLayout({ children }: { children: ReactNode }) {
   const { username, name, role, capabilities } = await requireUser();
   return (
     <SessionProvider user={{ username, name, role, capabilities }}>
-      <div className="shell">
-        <header className="topbar">
-          <div className="topbar__inner">
+      <div>
+        <header className={styles.topbar}>
+          <div className={styles.topbarInner}>
             <Link href="/" className="brand">
               Keyward
             </Link>
@@ -20,7 +21,7 @@ export default async function ConsoleLayout({ children }: { children: ReactNode 
             <UserMenu />
           </div>
         </header>
-        <main className="content">{children}</main>
+        <main className={styles.content}>{children}</main>
       </div>
     </SessionProvider>
   );

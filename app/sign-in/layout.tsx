@@ -1,11 +1,12 @@
 import type { ReactNode } from "react";
+import styles from "@/components/auth/auth.module.css";
 
 /** The page people see before they are signed in: the brand and one card, no navigation. */
 export default function SignInLayout({ children }: { children: ReactNode }) {
   return (
-    <div className="auth-shell">
-      <main className="auth-card">
-        <p className="brand auth-card__brand">Keyward</p>
+    <div className={styles.shell}>
+      <main className={styles.card}>
+        <p className={`brand ${styles.brand}`}>Keyward</p>
         {children}
       </main>
     </div>

@@ -1,5 +1,6 @@
 import type { Metadata } from "next";
 import { DatabaseUnavailable } from "@/components/ui/DatabaseUnavailable";
+import styles from "@/components/auth/auth.module.css";
 
 export const metadata: Metadata = { title: "Database unreachable" };
 
@@ -10,9 +11,9 @@ export const metadata: Metadata = { title: "Database unreachable" };
  */
 export default function Page() {
   return (
-    <div className="auth-shell">
-      <main className="auth-card">
-        <p className="brand auth-card__brand">Keyward</p>
+    <div className={styles.shell}>
+      <main className={styles.card}>
+        <p className={`brand ${styles.brand}`}>Keyward</p>
         <DatabaseUnavailable />
       </main>
     </div>

@@ -1,6 +1,7 @@
 "use client";
 
 import type { FormEvent } from "react";
+import { TextField } from "@/components/ui/TextField";
 import { useHydrated } from "@/components/ui/useHydrated";
 import { KNOWN_ACTIONS, type ActionFilters } from "./queries";
 
@@ -17,42 +18,32 @@ export function ActivityFilters({ filters, onChange }: { filters: ActionFilters;
   const active = Boolean(filters.actor || filters.action);
   return (
     <form className="filters" method="get" onSubmit={submit} aria-label="Filter the action log">
-      <div className="field">
-        <label className="field__label" htmlFor="filter-actor">
-          Actor
-        </label>
-        <input
-          className="input"
-          id="filter-actor"
-          name="actor"
-          key={`actor-${filters.actor ?? ""}`}
-          defaultValue={filters.actor ?? ""}
-          placeholder="user:alice, apikey:billing, anonymous"
-          autoComplete="off"
-          spellCheck={false}
-        />
-      </div>
-      <div className="field">
-        <label className="field__label" htmlFor="filter-action">
-          Action
-        </label>
-        <input
-          className="input"
-          id="filter-action"
-          name="action"
-          key={`action-${filters.action ?? ""}`}
-          defaultValue={filters.action ?? ""}
-          list="known-actions"
-          placeholder="sign_in, user.create, …"
-          autoComplete="off"
-          spellCheck={false}
-        />
-        <datalist id="known-actions">
-          {KNOWN_ACTIONS.map((a) => (
-            <option key={a} value={a} />
-          ))}
-        </datalist>
-      </div>
+      <TextField
+        id="filter-actor"
+        label="Actor"
+        name="actor"
+        key={`actor-${filters.actor ?? ""}`}
+        defaultValue={filters.actor ?? ""}
+        placeholder="user:alice, apikey:billing, anonymous"
+        autoComplete="off"
+        spellCheck={false}
+      />
+      <TextField
+        id="filter-action"
+        label="Action"
+        name="action"
+        key={`action-${filters.action ?? ""}`}
+        defaultValue={filters.action ?? ""}
+        list="known-actions"
+        placeholder="sign_in, user.create, …"
+        autoComplete="off"
+        spellCheck={false}
+      />
+      <datalist id="known-actions">
+        {KNOWN_ACTIONS.map((a) => (
+          <option key={a} value={a} />
+        ))}
+      </datalist>
       <div className="form__actions">
         <button type="submit" className="button" disabled={!hydrated}>
           Filter

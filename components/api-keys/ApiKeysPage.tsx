@@ -16,7 +16,7 @@ export function ApiKeysPage() {
         description="Keys for services and scripts, sent as Authorization: Bearer <key>. Keyward stores only a hash of each."
       />
       {created && (
-        <SecretPanel title={`New API key ${created.name}`} secret={created.key} onDismiss={() => setCreated(null)}>
+        <SecretPanel title={`New API key ${created.name}`} secret={created.key} stored="hash" onDismiss={() => setCreated(null)}>
           <p>
             Put it in the service&apos;s secret store, e.g. as <code>KEYWARD_API_KEY</code>. Lost keys are not recovered:
             revoke it and create another.

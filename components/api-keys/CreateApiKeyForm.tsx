@@ -3,10 +3,12 @@
 import { useMutation, useQueryClient } from "@tanstack/react-query";
 import { useState, type FormEvent } from "react";
 import { ErrorBox } from "@/components/ui/ErrorBox";
+import { Panel } from "@/components/ui/Panel";
+import { TextField } from "@/components/ui/TextField";
 import { useHydrated } from "@/components/ui/useHydrated";
-import type { Scope } from "@/lib/auth/schema";
+import { SCOPE_HELP } from "@/lib/auth/roles";
+import { SCOPES, type Scope } from "@/lib/auth/schema";
 import { apiKeyKeys, createApiKey } from "./queries";
-import { SCOPE_HELP, SCOPES } from "./scopes";
 
 /** A new key: a name and at least one scope. The key itself goes to `onCreated`, once. */
 export function CreateApiKeyForm({ onCreated }: { onCreated: (name: string, key: string) => void }) {
@@ -30,32 +32,26 @@ export function CreateApiKeyForm({ onCreated }: { onCreated: (name: string, key:
     create.mutate({ name: String(form.get("name") ?? "").trim(), scopes }, { onSuccess: () => formEl.reset() });
   };
   return (
-    <section className="panel panel--form" aria-labelledby="create-key-title">
-      <h2 className="section-title section-title--flush" id="create-key-title">
-        Create an API key
-      </h2>
+    <Panel title="Create an API key" wide>
       {create.isError && <ErrorBox title="The key was not created" error={create.error} />}
       <form className="form" method="post" onSubmit={submit}>
-        <div className="field">
-          <label className="field__label" htmlFor="new-key-name">
-            Name
-          </label>
-          <input
-            className="input input--wide"
-            id="new-key-name"
-            name="name"
-            required
-            maxLength={64}
-            pattern="[A-Za-z0-9][A-Za-z0-9 ._\-]{0,63}"
-            title="1-64 letters, digits, space, '.', '_' or '-'"
-            autoComplete="off"
-            placeholder="billing-webhooks"
-            aria-describedby="new-key-name-hint"
-          />
-          <span className="field__hint" id="new-key-name-hint">
-            Say which service uses it; it shows in the action log as <code>apikey:&lt;name&gt;</code>.
-          </span>
-        </div>
+        <TextField
+          id="new-key-name"
+          label="Name"
+          hint={
+            <>
+              Say which service uses it; it shows in the action log as <code>apikey:&lt;name&gt;</code>.
+            </>
+          }
+          inputClassName="input--wide"
+          name="name"
+          required
+          maxLength={64}
+          pattern="[A-Za-z0-9][A-Za-z0-9 ._\-]{0,63}"
+          title="1-64 letters, digits, space, '.', '_' or '-'"
+          autoComplete="off"
+          placeholder="billing-webhooks"
+        />
         <fieldset className="field fieldset" aria-describedby={noScope ? "new-key-scope-error" : undefined}>
           <legend className="field__label">Scopes</legend>
           {SCOPES.map((s) => (
@@ -76,6 +72,6 @@ export function CreateApiKeyForm({ onCreated }: { onCreated: (name: string, key:
           </button>
         </div>
       </form>
-    </section>
+    </Panel>
   );
 }

@@ -1,17 +1,11 @@
 /** Client side of API keys (app/api/v1/api-keys): query keys, the list query, create and revoke. */
 import { queryOptions } from "@tanstack/react-query";
-import { api, retryUnlessClientError } from "@/components/api";
+import { api, retryUnlessClientError, type AsJson } from "@/components/api";
+import type { ApiKeyInfo } from "@/lib/auth/api-keys";
 import type { Scope } from "@/lib/auth/schema";
 
-/** A key as GET /api/v1/api-keys sends it (lib/auth/api-keys.ts ApiKeyInfo, dates as ISO text); never the key. */
-export type ApiKeyItem = {
-  id: string;
-  name: string;
-  scopes: string[];
-  createdAt: string;
-  lastUsedAt: string | null;
-  revokedAt: string | null;
-};
+/** A key as GET /api/v1/api-keys sends it; never the key itself. */
+export type ApiKeyItem = AsJson<ApiKeyInfo>;
 
 export const apiKeyKeys = {
   all: ["api-keys"] as const,

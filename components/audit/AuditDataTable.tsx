@@ -4,9 +4,10 @@ import { useState } from "react";
 import { useQuery } from "@tanstack/react-query";
 import { EmptyState } from "@/components/ui/EmptyState";
 import { ErrorBox } from "@/components/ui/ErrorBox";
+import { QueryView } from "@/components/ui/QueryView";
 import { formatDateTime } from "@/components/ui/format";
 import { AuditTable } from "./AuditTable";
-import { auditSearchQuery, exportUrl, PAGE_SIZE, type AuditSearchFilters } from "./queries";
+import { auditSearchQuery, exportUrl, PAGE_SIZE, type AuditPage, type AuditSearchFilters } from "./queries";
 
 /**
  * Loads one page of a search and pages with the server's keyset cursors: Next follows `next`, Previous
@@ -16,62 +17,66 @@ import { auditSearchQuery, exportUrl, PAGE_SIZE, type AuditSearchFilters } from 
 export function AuditDataTable({ filters }: { filters: AuditSearchFilters }) {
   const [cursors, setCursors] = useState<(string | null)[]>([null]);
   const cursor = cursors[cursors.length - 1];
-  const { data, error, isPending, isFetching, isPlaceholderData, refetch } = useQuery(auditSearchQuery(filters, cursor));
+  const query = useQuery(auditSearchQuery(filters, cursor));
+  const { error, isFetching, isPlaceholderData, refetch } = query;
   const pageNo = cursors.length;
-
-  if (isPending) {
-    return (
-      <p className="muted" aria-busy="true">
-        Searching the audit history…
-      </p>
-    );
-  }
-  if (!data) {
-    return <ErrorBox title="The audit history could not be searched" error={error} onRetry={() => void refetch()} retrying={isFetching} />;
-  }
-  const range = (
+  const range = (data: AuditPage) => (
     <span className="muted">
       {formatDateTime(data.range.from)} – {data.range.to ? formatDateTime(data.range.to) : "now"}
     </span>
   );
-  if (data.items.length === 0 && pageNo === 1) {
-    return (
-      <EmptyState title="No audit row matches">
-        <p>
-          Searched {range}. Filters match exactly (the event id prefix excepted); widen the time range under More filters, or
-          look up one event by its source and id.
-        </p>
-      </EmptyState>
-    );
-  }
   return (
-    <>
-      {error && <ErrorBox title="Loading that page failed" error={error} onRetry={() => void refetch()} retrying={isFetching} />}
-      <div className="load-more">
-        <span className="muted" aria-live="polite">
-          Page {pageNo} · {data.items.length} row{data.items.length === 1 ? "" : "s"} · {range}
-        </span>
-        <a className="button" href={exportUrl(filters)} download>
-          Export CSV
-        </a>
-      </div>
-      <AuditTable rows={data.items} />
-      <nav className="load-more" aria-label="Pages">
-        <button type="button" className="button" onClick={() => setCursors(cursors.slice(0, -1))} disabled={pageNo === 1 || isFetching}>
-          Previous page
-        </button>
-        <button
-          type="button"
-          className="button"
-          onClick={() => data.next && setCursors([...cursors, data.next])}
-          disabled={!data.next || isFetching || isPlaceholderData}
-        >
-          {isFetching && isPlaceholderData ? "Loading…" : "Next page"}
-        </button>
-        <span className="muted">
-          {data.next ? `${PAGE_SIZE} per page, newest first` : "The oldest matching row is on this page"}
-        </span>
-      </nav>
-    </>
+    <QueryView
+      query={query}
+      loading="Searching the audit history…"
+      errorTitle="The audit history could not be searched"
+      empty={(data) =>
+        data.items.length === 0 &&
+        pageNo === 1 && (
+          <EmptyState title="No audit row matches">
+            <p>
+              Searched {range(data)}. Filters match exactly (the event id prefix excepted); widen the time range under More
+              filters, or look up one event by its source and id.
+            </p>
+          </EmptyState>
+        )
+      }
+    >
+      {(data) => (
+        <>
+          {error && <ErrorBox title="Loading that page failed" error={error} onRetry={() => void refetch()} retrying={isFetching} />}
+          <div className="load-more">
+            <span className="muted" aria-live="polite">
+              Page {pageNo} · {data.items.length} row{data.items.length === 1 ? "" : "s"} · {range(data)}
+            </span>
+            <a className="button" href={exportUrl(filters)} download>
+              Export CSV
+            </a>
+          </div>
+          <AuditTable rows={data.items} />
+          <nav className="load-more" aria-label="Pages">
+            <button
+              type="button"
+              className="button"
+              onClick={() => setCursors(cursors.slice(0, -1))}
+              disabled={pageNo === 1 || isFetching}
+            >
+              Previous page
+            </button>
+            <button
+              type="button"
+              className="button"
+              onClick={() => data.next && setCursors([...cursors, data.next])}
+              disabled={!data.next || isFetching || isPlaceholderData}
+            >
+              {isFetching && isPlaceholderData ? "Loading…" : "Next page"}
+            </button>
+            <span className="muted">
+              {data.next ? `${PAGE_SIZE} per page, newest first` : "The oldest matching row is on this page"}
+            </span>
+          </nav>
+        </>
+      )}
+    </QueryView>
   );
 }

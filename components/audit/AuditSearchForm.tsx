@@ -4,9 +4,11 @@ import type { FormEvent } from "react";
 import { useQuery } from "@tanstack/react-query";
 import { sourcesQuery } from "@/components/sources/queries";
 import { SelectField } from "@/components/ui/SelectField";
+import { TextField } from "@/components/ui/TextField";
 import { useHydrated } from "@/components/ui/useHydrated";
 import { isoToLocalInput, KNOWN_AUDIT_KINDS, localInputToIso } from "./prepare";
 import type { AuditSearchFilters } from "./queries";
+import styles from "./audit.module.css";
 
 /**
  * The audit search. The event id comes first: with a source too, submitting goes straight to that event's
@@ -47,23 +49,20 @@ export function AuditSearchForm({
   const k = JSON.stringify(filters); // re-seed the uncontrolled inputs when the URL's filters change
 
   return (
-    <form className="panel audit-search" method="get" onSubmit={submit} aria-label="Search the audit history" key={k}>
-      <div className="audit-search__lookup">
-        <div className="field audit-search__event">
-          <label className="field__label" htmlFor="audit-event-id">
-            Event id
-          </label>
-          <input
-            className="input input--wide mono"
-            id="audit-event-id"
-            name="eventId"
-            defaultValue={filters.eventId ?? ""}
-            placeholder="Paste an event id, e.g. evt_1Nq…"
-            autoComplete="off"
-            spellCheck={false}
-            autoFocus
-          />
-        </div>
+    <form className={`panel ${styles.search}`} method="get" onSubmit={submit} aria-label="Search the audit history" key={k}>
+      <div className={styles.lookup}>
+        <TextField
+          id="audit-event-id"
+          label="Event id"
+          className={styles.eventField}
+          inputClassName="input--wide mono"
+          name="eventId"
+          defaultValue={filters.eventId ?? ""}
+          placeholder="Paste an event id, e.g. evt_1Nq…"
+          autoComplete="off"
+          spellCheck={false}
+          autoFocus
+        />
         <SelectField id="audit-source" name="source" label="Source" options={names} emptyLabel="Any source" defaultValue={filters.source} />
         <div className="form__actions">
           <button type="submit" className="button button--primary" disabled={!hydrated}>
@@ -74,50 +73,20 @@ export function AuditSearchForm({
       <p className="field__hint field__hint--wide">
         With a source and an event id, Search opens that event&apos;s page: whether it was processed, when, and what became of its key.
       </p>
-      <details className="audit-search__more" open={Boolean(filters.eventIdPrefix || filters.eventType || filters.kind || filters.actor || filters.from || filters.to)}>
+      <details className={styles.more} open={Boolean(filters.eventIdPrefix || filters.eventType || filters.kind || filters.actor || filters.from || filters.to)}>
         <summary>More filters</summary>
         <div className="filters">
-          <div className="field">
-            <label className="field__label" htmlFor="audit-prefix">
-              Event id starts with
-            </label>
-            <input className="input mono" id="audit-prefix" name="eventIdPrefix" defaultValue={filters.eventIdPrefix ?? ""} autoComplete="off" spellCheck={false} />
-          </div>
-          <div className="field">
-            <label className="field__label" htmlFor="audit-type">
-              Event type
-            </label>
-            <input className="input mono" id="audit-type" name="eventType" defaultValue={filters.eventType ?? ""} placeholder="invoice.paid" autoComplete="off" spellCheck={false} />
-          </div>
-          <div className="field">
-            <label className="field__label" htmlFor="audit-kind">
-              Kind
-            </label>
-            <input className="input mono" id="audit-kind" name="kind" list="audit-kinds" defaultValue={filters.kind ?? ""} placeholder="claimed, released, …" autoComplete="off" spellCheck={false} />
-            <datalist id="audit-kinds">
-              {KNOWN_AUDIT_KINDS.map((kind) => (
-                <option key={kind} value={kind} />
-              ))}
-            </datalist>
-          </div>
-          <div className="field">
-            <label className="field__label" htmlFor="audit-actor">
-              Actor
-            </label>
-            <input className="input mono" id="audit-actor" name="actor" defaultValue={filters.actor ?? ""} placeholder="apikey:billing, user:alice" autoComplete="off" spellCheck={false} />
-          </div>
-          <div className="field">
-            <label className="field__label" htmlFor="audit-from">
-              From
-            </label>
-            <input className="input" type="datetime-local" id="audit-from" name="from" defaultValue={isoToLocalInput(filters.from)} />
-          </div>
-          <div className="field">
-            <label className="field__label" htmlFor="audit-to">
-              To
-            </label>
-            <input className="input" type="datetime-local" id="audit-to" name="to" defaultValue={isoToLocalInput(filters.to)} />
-          </div>
+          <TextField id="audit-prefix" label="Event id starts with" inputClassName="mono" name="eventIdPrefix" defaultValue={filters.eventIdPrefix ?? ""} autoComplete="off" spellCheck={false} />
+          <TextField id="audit-type" label="Event type" inputClassName="mono" name="eventType" defaultValue={filters.eventType ?? ""} placeholder="invoice.paid" autoComplete="off" spellCheck={false} />
+          <TextField id="audit-kind" label="Kind" inputClassName="mono" name="kind" list="audit-kinds" defaultValue={filters.kind ?? ""} placeholder="claimed, released, …" autoComplete="off" spellCheck={false} />
+          <datalist id="audit-kinds">
+            {KNOWN_AUDIT_KINDS.map((kind) => (
+              <option key={kind} value={kind} />
+            ))}
+          </datalist>
+          <TextField id="audit-actor" label="Actor" inputClassName="mono" name="actor" defaultValue={filters.actor ?? ""} placeholder="apikey:billing, user:alice" autoComplete="off" spellCheck={false} />
+          <TextField id="audit-from" label="From" type="datetime-local" name="from" defaultValue={isoToLocalInput(filters.from)} />
+          <TextField id="audit-to" label="To" type="datetime-local" name="to" defaultValue={isoToLocalInput(filters.to)} />
         </div>
       </details>
     </form>

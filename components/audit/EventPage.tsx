@@ -3,11 +3,13 @@
 import Link from "next/link";
 import { useQuery } from "@tanstack/react-query";
 import { EmptyState } from "@/components/ui/EmptyState";
-import { ErrorBox } from "@/components/ui/ErrorBox";
+import { QueryView } from "@/components/ui/QueryView";
 import { PageHeader } from "@/components/ui/PageHeader";
+import { Panel } from "@/components/ui/Panel";
 import { formatCount, formatDateTime } from "@/components/ui/format";
 import { EventTimeline } from "./EventTimeline";
 import { formatInstants } from "./prepare";
+import styles from "./audit.module.css";
 import { eventQuery, filterParams, type EventAnswer } from "./queries";
 
 const FATE_CLASS: Record<EventAnswer["fate"], string> = {
@@ -32,74 +34,59 @@ const when = (iso: string | null) => (iso ? <time dateTime={iso} title={iso}>{fo
 
 /** "Did we process this event?": the answer in one sentence, the key facts, and the audit timeline. */
 export function EventPage({ source, eventId }: { source: string; eventId: string }) {
-  const { data, error, isPending, isFetching, refetch } = useQuery(eventQuery(source, eventId));
-  const header = (
-    <PageHeader
-      title={eventId}
-      description={
-        <>
-          Event of source <span className="mono">{source}</span> ·{" "}
-          <Link href={`/audit?${filterParams({ source })}`}>search this source&apos;s history</Link>
-        </>
-      }
-    />
-  );
-  if (isPending) {
-    return (
-      <>
-        {header}
-        <p className="muted" aria-busy="true">
-          Looking up the key and the audit history…
-        </p>
-      </>
-    );
-  }
-  if (!data) {
-    return (
-      <>
-        {header}
-        <ErrorBox title="This event could not be looked up" error={error} onRetry={() => void refetch()} retrying={isFetching} />
-      </>
-    );
-  }
+  const query = useQuery(eventQuery(source, eventId));
   return (
     <>
-      {header}
-      <section className="panel event-answer" aria-label="Answer">
-        <p className="event-answer__sentence">
-          <span className={`status ${FATE_CLASS[data.fate]}`}>{FATE_LABEL[data.fate]}</span>{" "}
-          <strong>{formatInstants(data.sentence, (iso) => formatDateTime(iso, true))}</strong>
-        </p>
-        <dl className="detail-list event-answer__facts">
-          <Fact label="Status now">{data.status ?? <span className="muted">no key</span>}</Fact>
-          <Fact label="Event type">{data.eventType ? <span className="mono">{data.eventType}</span> : <span className="muted">—</span>}</Fact>
-          <Fact label="Processed at">{when(data.processedAt)}</Fact>
-          {data.completedAt && <Fact label="Completed at">{when(data.completedAt)}</Fact>}
-          {data.releasedAt && <Fact label="Released at">{when(data.releasedAt)}</Fact>}
-          <Fact label={data.fate === "alive" ? "Key alive until" : "Key expired at"}>{when(data.keyExpiresAt)}</Fact>
-          {data.leaseExpiresAt && <Fact label="Lease until">{when(data.leaseExpiresAt)}</Fact>}
-          <Fact label="First seen">{when(data.firstSeenAt)}</Fact>
-          <Fact label="Last seen">{when(data.lastSeenAt)}</Fact>
-          <Fact label="Duplicates">
-            {data.duplicateCount === null ? <span className="muted">not kept once the key is gone</span> : formatCount(data.duplicateCount)}
-          </Fact>
-          <Fact label="Claims in the history">{formatCount(data.claims)}</Fact>
-        </dl>
-        <p className="muted small">
-          As of {formatDateTime(data.asOf, true)} (database clock). The audit history is kept {data.retentionDays} days.
-        </p>
-      </section>
-      <h2 className="section-title">Timeline</h2>
-      {data.timeline.length === 0 ? (
-        <EmptyState title="No audit rows">
-          <p>Nothing about this event in the last {data.retentionDays} days: it was never claimed through Keyward, or its history has been dropped.</p>
-        </EmptyState>
-      ) : (
-        <>
-          {data.timelineTruncated && <p className="muted">Only the newest {data.timeline.length} rows are shown.</p>}
-          <EventTimeline rows={data.timeline} />
-        </>
-      )}
+      <PageHeader
+        title={eventId}
+        description={
+          <>
+            Event of source <span className="mono">{source}</span> ·{" "}
+            <Link href={`/audit?${filterParams({ source })}`}>search this source&apos;s history</Link>
+          </>
+        }
+      />
+      <QueryView query={query} loading="Looking up the key and the audit history…" errorTitle="This event could not be looked up">
+        {(data) => (
+          <>
+            <Panel aria-label="Answer">
+              <p className={styles.sentence}>
+                <span className={`status ${FATE_CLASS[data.fate]}`}>{FATE_LABEL[data.fate]}</span>{" "}
+                <strong>{formatInstants(data.sentence, (iso) => formatDateTime(iso, true))}</strong>
+              </p>
+              <dl className="detail-list">
+                <Fact label="Status now">{data.status ?? <span className="muted">no key</span>}</Fact>
+                <Fact label="Event type">{data.eventType ? <span className="mono">{data.eventType}</span> : <span className="muted">—</span>}</Fact>
+                <Fact label="Processed at">{when(data.processedAt)}</Fact>
+                {data.completedAt && <Fact label="Completed at">{when(data.completedAt)}</Fact>}
+                {data.releasedAt && <Fact label="Released at">{when(data.releasedAt)}</Fact>}
+                <Fact label={data.fate === "alive" ? "Key alive until" : "Key expired at"}>{when(data.keyExpiresAt)}</Fact>
+                {data.leaseExpiresAt && <Fact label="Lease until">{when(data.leaseExpiresAt)}</Fact>}
+                <Fact label="First seen">{when(data.firstSeenAt)}</Fact>
+                <Fact label="Last seen">{when(data.lastSeenAt)}</Fact>
+                <Fact label="Duplicates">
+                  {data.duplicateCount === null ? <span className="muted">not kept once the key is gone</span> : formatCount(data.duplicateCount)}
+                </Fact>
+                <Fact label="Claims in the history">{formatCount(data.claims)}</Fact>
+              </dl>
+              <p className="muted small">
+                As of {formatDateTime(data.asOf, true)} (database clock). The audit history is kept {data.retentionDays} days.
+              </p>
+            </Panel>
+            <h2 className="section-title">Timeline</h2>
+            {data.timeline.length === 0 ? (
+              <EmptyState title="No audit rows">
+                <p>Nothing about this event in the last {data.retentionDays} days: it was never claimed through Keyward, or its history has been dropped.</p>
+              </EmptyState>
+            ) : (
+              <>
+                {data.timelineTruncated && <p className="muted">Only the newest {data.timeline.length} rows are shown.</p>}
+                <EventTimeline rows={data.timeline} />
+              </>
+            )}
+          </>
+        )}
+      </QueryView>
     </>
   );
 }

@@ -1,6 +1,7 @@
 import { formatDateTime } from "@/components/ui/format";
 import { isKnownKind, kindLabel } from "./prepare";
 import type { AuditRow } from "./queries";
+import styles from "./audit.module.css";
 
 const KIND_CLASS: Record<string, string> = {
   claimed: "status--ok",
@@ -14,10 +15,10 @@ const KIND_CLASS: Record<string, string> = {
 /** An event's audit rows, oldest first, each with its actor and recorded detail. Kinds this console does not know are shown as stored. */
 export function EventTimeline({ rows }: { rows: AuditRow[] }) {
   return (
-    <ol className="timeline" aria-label="Audit timeline, oldest first">
+    <ol className={styles.timeline} aria-label="Audit timeline, oldest first">
       {rows.map((r) => (
-        <li key={r.id} className="timeline__item">
-          <div className="timeline__head">
+        <li key={r.id} className={styles.timelineItem}>
+          <div className={styles.timelineHead}>
             <time dateTime={r.at} title={r.at}>
               {formatDateTime(r.at, true)}
             </time>{" "}

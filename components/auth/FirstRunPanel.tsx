@@ -1,10 +1,11 @@
 import { CommandBlock } from "@/components/ui/CommandBlock";
+import styles from "@/components/auth/auth.module.css";
 
 /** A fresh install: no admin exists, so no one can sign in until one is created on the server. */
 export function FirstRunPanel() {
   return (
     <section aria-labelledby="first-run-title">
-      <h1 className="auth-card__title" id="first-run-title">
+      <h1 className={styles.title} id="first-run-title">
         Create the first admin
       </h1>
       <p>

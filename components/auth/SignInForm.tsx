@@ -4,8 +4,10 @@ import { useMutation } from "@tanstack/react-query";
 import { useRef, type FormEvent } from "react";
 import { api } from "@/components/api";
 import { ErrorBox } from "@/components/ui/ErrorBox";
+import { TextField } from "@/components/ui/TextField";
 import { useHydrated } from "@/components/ui/useHydrated";
 import { SsoButton, type SsoProvider } from "./SsoButton";
+import styles from "@/components/auth/auth.module.css";
 
 /**
  * Username and password. The server's refusal is shown as it sent it (401 wrong credentials, 429 locked
@@ -33,38 +35,20 @@ export function SignInForm({ sso }: { sso: SsoProvider | null }) {
   const busy = signIn.isPending || signIn.isSuccess;
   return (
     <>
-      <h1 className="auth-card__title">Sign in</h1>
+      <h1 className={styles.title}>Sign in</h1>
       {signIn.isError && <ErrorBox title="Sign-in failed" error={signIn.error} />}
       <form className="form" method="post" onSubmit={submit} aria-label="Sign in">
-        <div className="field">
-          <label className="field__label" htmlFor="sign-in-username">
-            Username
-          </label>
-          <input
-            className="input"
-            id="sign-in-username"
-            name="username"
-            autoComplete="username"
-            autoCapitalize="none"
-            spellCheck={false}
-            required
-            autoFocus
-          />
-        </div>
-        <div className="field">
-          <label className="field__label" htmlFor="sign-in-password">
-            Password
-          </label>
-          <input
-            ref={password}
-            className="input"
-            id="sign-in-password"
-            name="password"
-            type="password"
-            autoComplete="current-password"
-            required
-          />
-        </div>
+        <TextField
+          id="sign-in-username"
+          label="Username"
+          name="username"
+          autoComplete="username"
+          autoCapitalize="none"
+          spellCheck={false}
+          required
+          autoFocus
+        />
+        <TextField ref={password} id="sign-in-password" label="Password" name="password" type="password" autoComplete="current-password" required />
         <button type="submit" className="button button--primary button--block" disabled={!hydrated || busy}>
           {busy ? "Signing in…" : "Sign in"}
         </button>

@@ -4,6 +4,7 @@ import { useMutation } from "@tanstack/react-query";
 import { api } from "@/components/api";
 import { ErrorBox } from "@/components/ui/ErrorBox";
 import { useHydrated } from "@/components/ui/useHydrated";
+import styles from "./auth.module.css";
 
 export type SsoProvider = { providerId: string; name: string };
 
@@ -19,8 +20,8 @@ export function SsoButton({ sso }: { sso: SsoProvider }) {
     onSuccess: ({ url }) => window.location.assign(url),
   });
   return (
-    <div className="auth-card__sso">
-      <p className="divider">
+    <div>
+      <p className={styles.divider}>
         <span>or</span>
       </p>
       {start.isError && <ErrorBox title="Single sign-on could not start" error={start.error} />}

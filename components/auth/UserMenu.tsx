@@ -4,6 +4,7 @@ import { useMutation } from "@tanstack/react-query";
 import { api, isSessionEnded } from "@/components/api";
 import { RoleBadge } from "@/components/ui/RoleBadge";
 import { useSession } from "./SessionProvider";
+import styles from "./auth.module.css";
 
 /** Who is signed in, and signing out. A full page load follows, so nothing of this session stays in memory. */
 export function UserMenu() {
@@ -15,8 +16,8 @@ export function UserMenu() {
     onError: (err) => isSessionEnded(err) && window.location.assign("/sign-in"),
   });
   return (
-    <div className="user-menu">
-      <span className="user-menu__name" title={user.name !== user.username ? user.name : undefined}>
+    <div className={styles.userMenu}>
+      <span className={styles.userName} title={user.name !== user.username ? user.name : undefined}>
         <span className="visually-hidden">Signed in as </span>
         {user.username}
       </span>

@@ -2,6 +2,7 @@
 
 import type { ReactNode } from "react";
 import { Bar, CartesianGrid, ComposedChart, Line, ResponsiveContainer, Tooltip, XAxis, YAxis } from "recharts";
+import styles from "./charts.module.css";
 import { ChartTooltip } from "./ChartTooltip";
 
 type Props<P extends { t: number }> = {
@@ -24,9 +25,9 @@ type Props<P extends { t: number }> = {
  */
 export function BarLineChart<P extends { t: number }>({ data, bar, line, domain, ticks, formatX, formatTime, tooltipNote, height = 220 }: Props<P>) {
   return (
-    <ResponsiveContainer width="100%" height={height}>
+    <ResponsiveContainer width="100%" height={height} className={styles.chart}>
       <ComposedChart data={data} margin={{ top: 8, right: 4, bottom: 0, left: 4 }}>
-        <CartesianGrid strokeDasharray="3 3" className="chart-grid" vertical={false} />
+        <CartesianGrid strokeDasharray="3 3" className={styles.grid} vertical={false} />
         <XAxis dataKey="t" type="number" scale="time" domain={domain} ticks={ticks} tickFormatter={formatX} allowDataOverflow minTickGap={24} />
         <YAxis yAxisId="left" tickFormatter={bar.format} width={64} allowDecimals={false} />
         <YAxis yAxisId="right" orientation="right" tickFormatter={line.format} width={56} allowDecimals={false} />

@@ -1,20 +1,21 @@
 import type { ReactNode } from "react";
+import styles from "./charts.module.css";
 
 export type TooltipRow = { name: string; color: string; value: string };
 
 /** The box a chart shows on hover: the point's time, then each series' value. Display only. */
 export function ChartTooltip({ title, rows, note }: { title: string; rows: TooltipRow[]; note?: ReactNode }) {
   return (
-    <div className="chart-tooltip">
-      <div className="chart-tooltip__title">{title}</div>
+    <div className={styles.tooltip} data-testid="chart-tooltip">
+      <div className={styles.tooltipTitle}>{title}</div>
       {rows.map((r) => (
-        <div key={r.name} className="chart-tooltip__row">
-          <span className="chart-swatch" style={{ background: r.color }} aria-hidden="true" />
-          <span className="chart-tooltip__name">{r.name}</span>
-          <span className="chart-tooltip__value">{r.value}</span>
+        <div key={r.name} className={styles.tooltipRow}>
+          <span className={styles.swatch} style={{ background: r.color }} aria-hidden="true" />
+          <span className={styles.tooltipName}>{r.name}</span>
+          <span>{r.value}</span>
         </div>
       ))}
-      {note && <div className="chart-tooltip__note">{note}</div>}
+      {note && <div className={styles.tooltipNote}>{note}</div>}
     </div>
   );
 }
@@ -22,11 +23,11 @@ export function ChartTooltip({ title, rows, note }: { title: string; rows: Toolt
 /** A chart's key, as plain HTML above the plot. */
 export function ChartLegend({ items }: { items: { name: string; color: string; dashed?: boolean; bar?: boolean }[] }) {
   return (
-    <ul className="chart-legend">
+    <ul className={styles.legend}>
       {items.map((i) => (
         <li key={i.name}>
           <span
-            className={`chart-swatch${i.bar ? " chart-swatch--bar" : i.dashed ? " chart-swatch--dashed" : ""}`}
+            className={`${styles.swatch}${i.bar ? ` ${styles.swatchBar}` : i.dashed ? ` ${styles.swatchDashed}` : ""}`}
             style={{ background: i.dashed ? undefined : i.color, borderColor: i.color }}
             aria-hidden="true"
           />

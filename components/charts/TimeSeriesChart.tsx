@@ -2,6 +2,7 @@
 
 import type { ReactNode } from "react";
 import { CartesianGrid, Line, LineChart, ResponsiveContainer, Tooltip, XAxis, YAxis } from "recharts";
+import styles from "./charts.module.css";
 import { ChartTooltip, type TooltipRow } from "./ChartTooltip";
 
 export type LineSeries<P> = {
@@ -49,9 +50,9 @@ export function TimeSeriesChart<P extends { t: number; isolated?: boolean }>({
 }: Props<P>) {
   const hasRight = series.some((s) => s.axis === "right");
   return (
-    <ResponsiveContainer width="100%" height={height}>
+    <ResponsiveContainer width="100%" height={height} className={styles.chart}>
       <LineChart data={data} margin={{ top: 8, right: hasRight ? 4 : 16, bottom: 0, left: 4 }}>
-        <CartesianGrid strokeDasharray="3 3" className="chart-grid" vertical={false} />
+        <CartesianGrid strokeDasharray="3 3" className={styles.grid} vertical={false} />
         <XAxis
           dataKey="t"
           type="number"

@@ -4,13 +4,11 @@ import type { ReactNode } from "react";
 import { BarLineChart } from "@/components/charts/BarLineChart";
 import { ChartLegend } from "@/components/charts/ChartTooltip";
 import { TimeSeriesChart } from "@/components/charts/TimeSeriesChart";
-import { formatCount } from "@/components/ui/format";
+import { formatBytes, formatCompact, formatCount } from "@/components/ui/format";
 import type { MetricsResponse } from "@/lib/metrics/schema";
 import {
   byteTicks,
   formatAxisTime,
-  formatBytes,
-  formatCompact,
   formatPointTime,
   formatRate,
   formatStep,
@@ -22,6 +20,7 @@ import {
   timeTicks,
   type SamplePoint,
 } from "./chart-data";
+import styles from "./overview.module.css";
 
 const COLORS = {
   bytes: "#3b6fe0",
@@ -37,19 +36,19 @@ const COLORS = {
 
 function ChartCard({ title, headline, legend, children }: { title: string; headline?: ReactNode; legend?: ReactNode; children: ReactNode }) {
   return (
-    <section className="chart-card" aria-label={title}>
-      <header className="chart-card__header">
-        <h3 className="chart-card__title">{title}</h3>
-        {headline && <div className="chart-card__headline">{headline}</div>}
+    <section className={styles.chartCard} aria-label={title} data-chart={title}>
+      <header className={styles.chartHeader}>
+        <h3 className={styles.chartTitle}>{title}</h3>
+        {headline && <div className={styles.chartHeadline}>{headline}</div>}
       </header>
       {legend}
-      <div className="chart-card__plot">{children}</div>
+      <div className={styles.chartPlot}>{children}</div>
     </section>
   );
 }
 
 function NoData({ children }: { children: ReactNode }) {
-  return <p className="chart-card__empty muted">{children}</p>;
+  return <p className={`muted ${styles.chartEmpty}`}>{children}</p>;
 }
 
 /** The Overview's four charts for one range. Display only: data preparation is in chart-data.ts. */
@@ -80,7 +79,7 @@ export function MetricsCharts({ metrics }: { metrics: MetricsResponse }) {
   const noSamples = <NoData>No sample in this range yet: the sampler writes one a minute.</NoData>;
 
   return (
-    <div className="chart-grid-layout">
+    <div className={styles.chartGrid}>
       <ChartCard
         title="Dedup table size"
         headline={latestBytes !== null && latestRows !== null && <>{formatBytes(latestBytes)} · ≈{formatCompact(latestRows)} rows</>}
@@ -207,10 +206,10 @@ export function MetricsCharts({ metrics }: { metrics: MetricsResponse }) {
 /** Placeholders with the charts' footprint while the first history loads. */
 export function MetricsChartsSkeleton() {
   return (
-    <div className="chart-grid-layout" aria-busy="true">
+    <div className={styles.chartGrid} aria-busy="true">
       {["Dedup table size", "Expiry backlog", "Cleanup throughput", "Claims and duplicates"].map((title) => (
         <ChartCard key={title} title={title}>
-          <div className="chart-card__skeleton skeleton" />
+          <div className={`skeleton ${styles.chartSkeleton}`} />
         </ChartCard>
       ))}
     </div>

@@ -4,6 +4,7 @@ import Link from "next/link";
 import { useCan } from "@/components/auth/SessionProvider";
 import { CommandBlock } from "@/components/ui/CommandBlock";
 import { EmptyState } from "@/components/ui/EmptyState";
+import styles from "./overview.module.css";
 
 /** First-run guidance: no source exists, so nothing can be claimed yet. */
 export function NoSources() {
@@ -18,7 +19,7 @@ export function NoSources() {
         source that does not exist.
       </p>
       {!isAdmin && <p>Sources and API keys are created by an admin, on the server:</p>}
-      <ol className="steps">
+      <ol className={styles.steps}>
         <li>
           Create a source (here: a Stripe-class sender, keys live 7 days 5 minutes):
           <CommandBlock command="npx keyward source create stripe --retry-window 3d --queue-lag 1d --clock-skew 5m --replay 3d" />

@@ -1,9 +1,9 @@
 "use client";
 
 import { useQuery } from "@tanstack/react-query";
-import { ErrorBox } from "@/components/ui/ErrorBox";
+import { QueryView } from "@/components/ui/QueryView";
 import { formatClockTime, formatCount } from "@/components/ui/format";
-import { overviewQuery } from "@/lib/overview/queries";
+import { overviewQuery } from "./queries";
 import { NoSources } from "./NoSources";
 import { OverviewStats, OverviewStatsSkeleton } from "./OverviewStats";
 import { OverviewTable } from "./OverviewTable";
@@ -11,33 +11,24 @@ import { attemptsOf } from "./prepare";
 
 /** Loads the overview and picks what to show: loading, error, first-run guidance, or the figures. */
 export function OverviewDataTable() {
-  const { data, error, isPending, isError, isFetching, refetch } = useQuery(overviewQuery());
-
-  if (isPending) {
-    return (
-      <>
-        <OverviewStatsSkeleton />
-        <p className="muted" aria-busy="true">
-          Loading figures…
-        </p>
-      </>
-    );
-  }
-  if (!data) {
-    return (
-      <ErrorBox title="The overview could not be loaded" error={error} onRetry={() => void refetch()} retrying={isFetching}>
-        <p className="muted">It is retried automatically every 10 s. A 503 means the database is unreachable.</p>
-      </ErrorBox>
-    );
-  }
+  const query = useQuery(overviewQuery());
   return (
-    <>
-      {isError && (
-        <ErrorBox title={`Refresh failed: these figures are from ${formatClockTime(data.asOf)}`} error={error} />
-      )}
-      {data.sources.length === 0 ? (
-        <NoSources />
-      ) : (
+    <QueryView
+      query={query}
+      loading={
+        <>
+          <OverviewStatsSkeleton />
+          <p className="muted" aria-busy="true">
+            Loading figures…
+          </p>
+        </>
+      }
+      errorTitle="The overview could not be loaded"
+      errorHint={<p className="muted">It is retried automatically every 10 s. A 503 means the database is unreachable.</p>}
+      stale={(data) => `Refresh failed: these figures are from ${formatClockTime(data.asOf)}`}
+      empty={(data) => data.sources.length === 0 && <NoSources />}
+    >
+      {(data) => (
         <>
           <OverviewStats overview={data} />
           <h2 className="section-title">Per source</h2>
@@ -57,6 +48,6 @@ export function OverviewDataTable() {
           </p>
         </>
       )}
-    </>
+    </QueryView>
   );
 }

@@ -4,7 +4,7 @@ import { useQuery } from "@tanstack/react-query";
 import { PageHeader } from "@/components/ui/PageHeader";
 import { RefreshStatus } from "@/components/ui/RefreshStatus";
 import type { MetricsRange } from "@/lib/metrics/schema";
-import { OVERVIEW_REFRESH_MS, overviewQuery } from "@/lib/overview/queries";
+import { OVERVIEW_REFRESH_MS, overviewQuery } from "./queries";
 import { MetricsPanel } from "./MetricsPanel";
 import { OverviewDataTable } from "./OverviewDataTable";
 

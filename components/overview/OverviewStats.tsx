@@ -1,8 +1,8 @@
 import { StatCard, StatCardSkeleton } from "@/components/ui/StatCard";
-import { formatClockTime, formatCount, formatPercent } from "@/components/ui/format";
+import { formatBytes, formatClockTime, formatCompact, formatCount, formatPercent } from "@/components/ui/format";
 import type { Overview } from "@/lib/overview/schema";
-import { formatBytes, formatCompact } from "./chart-data";
 import { aliveFigure, attemptsOf, conflictsOf, expiredFigure } from "./prepare";
+import styles from "./overview.module.css";
 
 const LABELS = ["Keys alive", "Claims, last hour", "Duplicates, last hour", "Conflicts, last hour", "Expired, not pruned", "Dedup table"];
 
@@ -14,7 +14,7 @@ export function OverviewStats({ overview }: { overview: Overview }) {
   const alive = aliveFigure(overview);
   const expired = expiredFigure(overview);
   return (
-    <section className="stats" aria-label="Totals across all sources">
+    <section className={styles.stats} aria-label="Totals across all sources">
       <StatCard
         label={LABELS[0]}
         value={alive.text}
@@ -76,7 +76,7 @@ export function OverviewStats({ overview }: { overview: Overview }) {
 
 export function OverviewStatsSkeleton() {
   return (
-    <section className="stats" aria-label="Totals across all sources" aria-busy="true">
+    <section className={styles.stats} aria-label="Totals across all sources" aria-busy="true">
       {LABELS.map((label) => (
         <StatCardSkeleton key={label} label={label} />
       ))}

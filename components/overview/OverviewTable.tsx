@@ -1,4 +1,5 @@
-import { formatCount, formatDuration, formatPercent } from "@/components/ui/format";
+import { formatCount, formatPercent } from "@/components/ui/format";
+import { formatDuration } from "@/lib/sources/duration";
 import type { ClaimCounts, KeyCounts, Overview } from "@/lib/overview/schema";
 import { attemptsOf } from "./prepare";
 

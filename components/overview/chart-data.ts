@@ -3,6 +3,7 @@
  * grid with gaps kept as gaps, prune runs as points, axis ticks, and the units the charts speak.
  * Pure; the components in MetricsCharts.tsx only render what these return.
  */
+import { formatCompact } from "@/components/ui/format";
 import type { MetricSample, MetricsResponse, PruneRunPoint } from "@/lib/metrics/schema";
 
 /** The grid gets no more slots than this, whatever a response claims (a guard, not a target). */
@@ -143,29 +144,6 @@ export function formatPointTime(t: number, timeZone?: string): string {
   return `${day}, ${time}`;
 }
 
-/** Three significant digits, trailing zeros dropped: 1.50 → "1.5", 123.4 → "123". */
-function sig3(n: number): string {
-  return String(Number(n.toPrecision(3)));
-}
-
-const BYTE_UNITS = ["B", "KiB", "MiB", "GiB", "TiB", "PiB"];
-
-/** Bytes in binary units, three significant digits (four from 1000): 1536 → "1.5 KiB", 5e9 → "4.66 GiB". */
-export function formatBytes(n: number): string {
-  let unit = 0;
-  let v = Math.abs(n);
-  while (v >= 1024 && unit < BYTE_UNITS.length - 1) {
-    v /= 1024;
-    unit++;
-  }
-  // 1023.7 KiB rounds to 1024 KiB: say "1 MiB". From 1000 to 1023 the whole number is shown.
-  if (unit < BYTE_UNITS.length - 1 && Math.round(v) >= 1024) {
-    v /= 1024;
-    unit++;
-  }
-  return `${n < 0 ? "-" : ""}${unit === 0 || v >= 1000 ? Math.round(v) : sig3(v)} ${BYTE_UNITS[unit]}`;
-}
-
 /**
  * Y-axis ticks for bytes from 0 to at least `max`: round numbers of one binary unit (0, 2, 4, 6, 8 GiB),
  * which recharts' decimal "nice" ticks are not (7.45 GiB, 5.59 GiB, …).
@@ -180,28 +158,6 @@ export function byteTicks(max: number, count = 4): number[] {
   const ticks = [0];
   while (ticks[ticks.length - 1] < max) ticks.push(ticks.length * step);
   return ticks;
-}
-
-const COMPACT: [number, string][] = [
-  [1e12, "T"],
-  [1e9, "B"],
-  [1e6, "M"],
-  [1e3, "k"],
-];
-
-/** A count for an axis or a headline: 999 → "999", 1234 → "1.23k", 9_000_000 → "9M". */
-export function formatCompact(n: number): string {
-  const abs = Math.abs(n);
-  for (let i = 0; i < COMPACT.length; i++) {
-    const [size, suffix] = COMPACT[i];
-    if (abs >= size) {
-      const v = abs / size;
-      // 999,999 rounds to "1000k": say "1M".
-      if (Number(v.toPrecision(3)) >= 1000 && i > 0) return `${n < 0 ? "-" : ""}1${COMPACT[i - 1][1]}`;
-      return `${n < 0 ? "-" : ""}${sig3(v)}${suffix}`;
-    }
-  }
-  return String(Math.round(n * 10) / 10);
 }
 
 /** Rows per second: "12.3k/s". */

@@ -3,24 +3,29 @@
 import { useMutation } from "@tanstack/react-query";
 import { useRef, useState, type FormEvent } from "react";
 import { ErrorBox } from "@/components/ui/ErrorBox";
+import { Field, TextField } from "@/components/ui/TextField";
 import { formatCount } from "@/components/ui/format";
 import {
   CATEGORIES,
   CATEGORY_INFO,
   checkConfirm,
   confirmPhrase,
-  DEFAULT_CONCURRENCY,
-  DEFAULT_RATE,
   defaultInclude,
   idempotencyKeyFor,
   includable,
-  MAX_CONCURRENCY,
-  MAX_RATE,
-  MIN_FORCE_REASON,
   type ReplayBody,
 } from "./prepare";
 import { newIdempotencyKey, startReplay } from "./queries";
-import type { Category, Preflight } from "@/lib/replay/schema";
+import styles from "./replay.module.css";
+import {
+  DEFAULT_CONCURRENCY,
+  DEFAULT_RATE_PER_SECOND,
+  MAX_CONCURRENCY,
+  MAX_RATE_PER_SECOND,
+  MIN_FORCE_REASON,
+  type Category,
+  type Preflight,
+} from "@/lib/replay/schema";
 
 /**
  * The confirm step: which categories to include (expired_processed only with a reason and the source's
@@ -39,7 +44,7 @@ export function ConfirmReplay({
   const [include, setInclude] = useState<Category[]>(() => defaultInclude(preflight));
   const [reason, setReason] = useState("");
   const [typed, setTyped] = useState("");
-  const [rate, setRate] = useState(String(DEFAULT_RATE));
+  const [rate, setRate] = useState(String(DEFAULT_RATE_PER_SECOND));
   const [concurrency, setConcurrency] = useState(String(DEFAULT_CONCURRENCY));
   const [showProblems, setShowProblems] = useState(false);
   const sent = useRef<{ key: string; body: string } | null>(null);
@@ -59,8 +64,8 @@ export function ConfirmReplay({
     start.mutate({ body: checked.body, key: sent.current.key });
   };
   return (
-    <form className="form wizard__stage" onSubmit={submit} noValidate aria-label="Confirm the replay">
-      <h3 className="source-card__subtitle">Confirm</h3>
+    <form className={`form ${styles.stage}`} onSubmit={submit} noValidate aria-label="Confirm the replay">
+      <h3 className="subtitle">Confirm</h3>
       <fieldset className="fieldset">
         <legend className="field__label">Include</legend>
         {CATEGORIES.map((c) => {
@@ -88,10 +93,18 @@ export function ConfirmReplay({
         })}
       </fieldset>
       {forced && (
-        <div className="field">
-          <label className="field__label" htmlFor="force-reason">
-            Reason for forcing
-          </label>
+        <Field
+          id="force-reason"
+          label="Reason for forcing"
+          wideHint
+          hint={
+            <>
+              At least {MIN_FORCE_REASON} characters; recorded with the replay in the action log. These{" "}
+              {formatCount(preflight.counts.expired_processed)} events were processed before and their keys are gone: the handler
+              will process them again.
+            </>
+          }
+        >
           <textarea
             className="input input--wide"
             id="force-reason"
@@ -100,60 +113,32 @@ export function ConfirmReplay({
             onChange={(e) => setReason(e.target.value)}
             aria-describedby="force-reason-hint"
           />
-          <span className="field__hint field__hint--wide" id="force-reason-hint">
-            At least {MIN_FORCE_REASON} characters; recorded with the replay in the action log. These{" "}
-            {formatCount(preflight.counts.expired_processed)} events were processed before and their keys are gone: the handler
-            will process them again.
-          </span>
-        </div>
+        </Field>
       )}
-      <div className="field">
-        <label className="field__label" htmlFor="replay-rate">
-          Rate (events per second)
-        </label>
-        <input
-          className="input input--duration"
-          id="replay-rate"
-          inputMode="numeric"
-          value={rate}
-          onChange={(e) => setRate(e.target.value)}
-          aria-describedby="replay-rate-hint"
-        />
-        <span className="field__hint" id="replay-rate-hint">
-          1 to {MAX_RATE}; default {DEFAULT_RATE}
-        </span>
-      </div>
-      <div className="field">
-        <label className="field__label" htmlFor="replay-concurrency">
-          Concurrency (deliveries at a time)
-        </label>
-        <input
-          className="input input--duration"
-          id="replay-concurrency"
-          inputMode="numeric"
-          value={concurrency}
-          onChange={(e) => setConcurrency(e.target.value)}
-          aria-describedby="replay-concurrency-hint"
-        />
-        <span className="field__hint" id="replay-concurrency-hint">
-          1 to {MAX_CONCURRENCY}; default {DEFAULT_CONCURRENCY}. A slow destination needs more to reach the rate.
-        </span>
-      </div>
-      <div className="field">
-        <label className="field__label" htmlFor="replay-confirm">
-          {forced ? "Type the source name to confirm" : "Type the number of events to confirm"}
-        </label>
-        <input
-          className="input"
-          id="replay-confirm"
-          value={typed}
-          onChange={(e) => setTyped(e.target.value)}
-          autoComplete="off"
-          spellCheck={false}
-          aria-describedby="replay-confirm-hint"
-        />
-        <span className="field__hint field__hint--wide" id="replay-confirm-hint">
-          {forced ? (
+      <TextField
+        id="replay-rate"
+        label="Rate (events per second)"
+        hint={`1 to ${MAX_RATE_PER_SECOND}; default ${DEFAULT_RATE_PER_SECOND}`}
+        inputClassName="input--duration"
+        inputMode="numeric"
+        value={rate}
+        onChange={(e) => setRate(e.target.value)}
+      />
+      <TextField
+        id="replay-concurrency"
+        label="Concurrency (deliveries at a time)"
+        hint={`1 to ${MAX_CONCURRENCY}; default ${DEFAULT_CONCURRENCY}. A slow destination needs more to reach the rate.`}
+        inputClassName="input--duration"
+        inputMode="numeric"
+        value={concurrency}
+        onChange={(e) => setConcurrency(e.target.value)}
+      />
+      <TextField
+        id="replay-confirm"
+        label={forced ? "Type the source name to confirm" : "Type the number of events to confirm"}
+        wideHint
+        hint={
+          forced ? (
             <>
               A forced replay: type <strong className="source-name">{phrase}</strong>
             </>
@@ -161,9 +146,13 @@ export function ConfirmReplay({
             <>
               Type <strong>{phrase}</strong>: the number of events this replay sends
             </>
-          )}
-        </span>
-      </div>
+          )
+        }
+        value={typed}
+        onChange={(e) => setTyped(e.target.value)}
+        autoComplete="off"
+        spellCheck={false}
+      />
       {showProblems && !checked.ok && (
         <ul className="inline-error" role="alert">
           {checked.problems.map((p) => (

@@ -3,6 +3,7 @@
 import { formatCount } from "@/components/ui/format";
 import { countRows, type DeadLetterFilters } from "./prepare";
 import type { DeadLetterList } from "@/lib/deadletters/schema";
+import styles from "./replay.module.css";
 
 type Counts = DeadLetterList["counts"];
 
@@ -26,17 +27,17 @@ export function DeadLetterCounts({
   );
   if (counts.total === 0) return null;
   return (
-    <div className="dl-counts">
-      <section className="dl-counts__group" aria-labelledby="dl-by-source">
-        <h3 className="source-card__subtitle" id="dl-by-source">
+    <div className={styles.counts}>
+      <section aria-labelledby="dl-by-source">
+        <h3 className="subtitle" id="dl-by-source">
           By source <span className="muted">({formatCount(counts.total)} in all)</span>
         </h3>
-        <ul className="dl-counts__list">
+        <ul className={styles.countList}>
           {bySource.map((r) => (
             <li key={r.key}>
               <button
                 type="button"
-                className={`chip dl-counts__chip${filters.source === r.key ? " dl-counts__chip--active" : ""}`}
+                className={`chip ${styles.countChip}${filters.source === r.key ? ` ${styles.countChipActive}` : ""}`}
                 aria-pressed={filters.source === r.key}
                 aria-label={`Show source ${r.key}: ${r.count}`}
                 onClick={() => onFilter({ ...filters, source: filters.source === r.key ? undefined : r.key })}
@@ -47,16 +48,16 @@ export function DeadLetterCounts({
           ))}
         </ul>
       </section>
-      <section className="dl-counts__group" aria-labelledby="dl-by-error">
-        <h3 className="source-card__subtitle" id="dl-by-error">
+      <section aria-labelledby="dl-by-error">
+        <h3 className="subtitle" id="dl-by-error">
           By error
         </h3>
-        <ul className="dl-counts__list">
+        <ul className={styles.countList}>
           {byError.map((r) => (
             <li key={r.key}>
               <button
                 type="button"
-                className={`chip dl-counts__chip${filters.errorContains === r.key ? " dl-counts__chip--active" : ""}`}
+                className={`chip ${styles.countChip}${filters.errorContains === r.key ? ` ${styles.countChipActive}` : ""}`}
                 aria-pressed={filters.errorContains === r.key}
                 aria-label={`Show error ${r.label}: ${r.count}`}
                 title={r.key}

@@ -4,6 +4,7 @@ import { useQuery } from "@tanstack/react-query";
 import type { FormEvent } from "react";
 import { sourcesQuery } from "@/components/sources/queries";
 import { SelectField } from "@/components/ui/SelectField";
+import { TextField } from "@/components/ui/TextField";
 import { useHydrated } from "@/components/ui/useHydrated";
 import { hasFilters, isoToLocalInput, localInputToIso, type DeadLetterFilters } from "./prepare";
 import type { DeadLetterStatus } from "@/lib/deadletters/schema";
@@ -36,32 +37,17 @@ export function DeadLetterFiltersForm({ filters, onChange }: { filters: DeadLett
   return (
     <form className="filters" method="get" onSubmit={submit} aria-label="Filter dead letters" key={formKey}>
       <SelectField id="dl-source" name="source" label="Source" options={names} emptyLabel="All sources" defaultValue={filters.source} />
-      <div className="field">
-        <label className="field__label" htmlFor="dl-from">
-          Failed from
-        </label>
-        <input className="input" type="datetime-local" id="dl-from" name="from" defaultValue={isoToLocalInput(filters.from)} />
-      </div>
-      <div className="field">
-        <label className="field__label" htmlFor="dl-to">
-          Failed until
-        </label>
-        <input className="input" type="datetime-local" id="dl-to" name="to" defaultValue={isoToLocalInput(filters.to)} />
-      </div>
-      <div className="field">
-        <label className="field__label" htmlFor="dl-error">
-          Error contains
-        </label>
-        <input
-          className="input"
-          id="dl-error"
-          name="errorContains"
-          defaultValue={filters.errorContains ?? ""}
-          placeholder="timeout, 503, …"
-          autoComplete="off"
-          spellCheck={false}
-        />
-      </div>
+      <TextField id="dl-from" label="Failed from" type="datetime-local" name="from" defaultValue={isoToLocalInput(filters.from)} />
+      <TextField id="dl-to" label="Failed until" type="datetime-local" name="to" defaultValue={isoToLocalInput(filters.to)} />
+      <TextField
+        id="dl-error"
+        label="Error contains"
+        name="errorContains"
+        defaultValue={filters.errorContains ?? ""}
+        placeholder="timeout, 503, …"
+        autoComplete="off"
+        spellCheck={false}
+      />
       <SelectField id="dl-status" name="status" label="Status" options={STATUSES} emptyLabel="Any status" defaultValue={filters.status} />
       <div className="form__actions">
         <button type="submit" className="button" disabled={!hydrated}>

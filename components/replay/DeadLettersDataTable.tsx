@@ -4,11 +4,14 @@ import { useInfiniteQuery } from "@tanstack/react-query";
 import { useState } from "react";
 import { EmptyState } from "@/components/ui/EmptyState";
 import { ErrorBox } from "@/components/ui/ErrorBox";
+import { LoadMore } from "@/components/ui/LoadMore";
+import { QueryView } from "@/components/ui/QueryView";
 import { formatCount } from "@/components/ui/format";
 import { DeadLetterCounts } from "./DeadLetterCounts";
 import { DeadLettersTable } from "./DeadLettersTable";
 import { hasFilters, selectionFromChecked, selectionFromFilters, type DeadLetterFilters, type Selection } from "./prepare";
 import { deadLettersQuery } from "./queries";
+import styles from "./replay.module.css";
 import type { DeadLetter } from "@/lib/deadletters/schema";
 
 /**
@@ -26,23 +29,9 @@ export function DeadLettersDataTable({
   canOperate: boolean;
   onReplay: (s: Selection) => void;
 }) {
-  const { data, error, isPending, isFetching, isFetchingNextPage, isError, hasNextPage, fetchNextPage, refetch } = useInfiniteQuery(
-    deadLettersQuery(filters),
-  );
+  const query = useInfiniteQuery(deadLettersQuery(filters));
   const [checked, setChecked] = useState<Map<string, DeadLetter>>(new Map());
   const [refusal, setRefusal] = useState<string | null>(null);
-  if (isPending) {
-    return (
-      <p className="muted" aria-busy="true">
-        Loading dead letters…
-      </p>
-    );
-  }
-  if (!data) {
-    return <ErrorBox title="The dead letters could not be loaded" error={error} onRetry={() => void refetch()} retrying={isFetching} />;
-  }
-  const items = data.pages.flatMap((p) => p.items);
-  const counts = data.pages[0].counts;
   const toggle = (d: DeadLetter) =>
     setChecked((old) => {
       const next = new Map(old);
@@ -56,55 +45,53 @@ export function DeadLettersDataTable({
     onReplay(r.selection);
   };
   return (
-    <>
-      <DeadLetterCounts counts={counts} filters={filters} onFilter={onFilter} />
-      {canOperate && (
-        <div className="row-actions replay-actions">
-          <button
-            type="button"
-            className="button button--primary"
-            onClick={() => start(selectionFromFilters(filters))}
-            title={filters.source ? undefined : "Filter by a source first"}
-          >
-            {filters.source ? `Replay pending dead letters of ${filters.source}…` : "Replay matching dead letters…"}
-          </button>
-          <button type="button" className="button" onClick={() => start(selectionFromChecked([...checked.values()]))} disabled={checked.size === 0}>
-            Replay checked ({formatCount(checked.size)})…
-          </button>
-          {refusal && (
-            <p className="inline-error" role="alert">
-              {refusal}
-            </p>
-          )}
-        </div>
-      )}
-      {items.length === 0 ? (
-        <EmptyState title={hasFilters(filters) ? "No dead letter matches" : "No dead letters"}>
-          <p>
-            {hasFilters(filters)
-              ? "Nothing matches these filters; clear them to see every dead letter."
-              : "Dead letters arrive through POST /api/v1/dead-letters (an API key with the deadletters:write scope) from your queue's dead-letter handler."}
-          </p>
-        </EmptyState>
-      ) : (
-        <>
-          {isError && <ErrorBox title="Loading more failed" error={error} />}
-          <DeadLettersTable items={items} checkable={canOperate} checked={checked} onToggle={toggle} />
-          <div className="load-more">
-            <span className="muted" aria-live="polite">
-              {formatCount(items.length)} of {formatCount(counts.total)} dead letter{counts.total === 1 ? "" : "s"} shown
-            </span>
-            {hasNextPage && (
-              <button type="button" className="button" onClick={() => void fetchNextPage()} disabled={isFetchingNextPage}>
-                {isFetchingNextPage ? "Loading…" : "Load more"}
-              </button>
+    <QueryView query={query} loading="Loading dead letters…" errorTitle="The dead letters could not be loaded">
+      {(data) => {
+        const items = data.pages.flatMap((p) => p.items);
+        const counts = data.pages[0].counts;
+        return (
+          <>
+            <DeadLetterCounts counts={counts} filters={filters} onFilter={onFilter} />
+            {canOperate && (
+              <div className={`row-actions ${styles.actions}`}>
+                <button
+                  type="button"
+                  className="button button--primary"
+                  onClick={() => start(selectionFromFilters(filters))}
+                  title={filters.source ? undefined : "Filter by a source first"}
+                >
+                  {filters.source ? `Replay pending dead letters of ${filters.source}…` : "Replay matching dead letters…"}
+                </button>
+                <button type="button" className="button" onClick={() => start(selectionFromChecked([...checked.values()]))} disabled={checked.size === 0}>
+                  Replay checked ({formatCount(checked.size)})…
+                </button>
+                {refusal && (
+                  <p className="inline-error" role="alert">
+                    {refusal}
+                  </p>
+                )}
+              </div>
             )}
-            <button type="button" className="button" onClick={() => void refetch()} disabled={isFetching}>
-              {isFetching && !isFetchingNextPage ? "Refreshing…" : "Refresh"}
-            </button>
-          </div>
-        </>
-      )}
-    </>
+            {items.length === 0 ? (
+              <EmptyState title={hasFilters(filters) ? "No dead letter matches" : "No dead letters"}>
+                <p>
+                  {hasFilters(filters)
+                    ? "Nothing matches these filters; clear them to see every dead letter."
+                    : "Dead letters arrive through POST /api/v1/dead-letters (an API key with the deadletters:write scope) from your queue's dead-letter handler."}
+                </p>
+              </EmptyState>
+            ) : (
+              <>
+                {query.isError && <ErrorBox title="Loading more failed" error={query.error} />}
+                <DeadLettersTable items={items} checkable={canOperate} checked={checked} onToggle={toggle} />
+                <LoadMore query={query}>
+                  {formatCount(items.length)} of {formatCount(counts.total)} dead letter{counts.total === 1 ? "" : "s"} shown
+                </LoadMore>
+              </>
+            )}
+          </>
+        );
+      }}
+    </QueryView>
   );
 }

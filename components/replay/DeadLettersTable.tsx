@@ -5,6 +5,7 @@ import { formatDateTime } from "@/components/ui/format";
 import { KeyCell } from "./KeyCell";
 import type { DeadLetter } from "@/lib/deadletters/schema";
 import { useNow } from "./useNow";
+import { Table } from "@/components/ui/Table";
 
 /** The dead letters, newest failure first; operators may check pending ones to replay. Display only. */
 export function DeadLettersTable({
@@ -20,63 +21,53 @@ export function DeadLettersTable({
 }) {
   const now = useNow(30_000);
   return (
-    <div className="table-wrap">
-      <table className="table table--wrap">
-        <caption className="visually-hidden">Dead letters</caption>
-        <thead>
-          <tr>
-            {checkable && (
-              <th scope="col">
-                <span className="visually-hidden">Select</span>
-              </th>
-            )}
-            <th scope="col">Event</th>
-            <th scope="col">Source</th>
-            <th scope="col">Error</th>
-            <th scope="col" className="num">
-              Attempts
-            </th>
-            <th scope="col">Failed</th>
-            <th scope="col">Status</th>
-            <th scope="col">Key</th>
-          </tr>
-        </thead>
-        <tbody>
-          {items.map((d) => (
-            <tr key={d.id}>
-              {checkable && (
-                <td>
-                  <input
-                    type="checkbox"
-                    aria-label={`Select ${d.eventId}`}
-                    checked={checked.has(d.id)}
-                    disabled={d.status !== "pending"}
-                    onChange={() => onToggle(d)}
-                  />
-                </td>
-              )}
-              <td>
-                <EventLink source={d.source} eventId={d.eventId} />
-                <div className="muted small">{d.eventType}</div>
-              </td>
-              <td className="source-name">{d.source}</td>
-              <td className="mono small">{d.error}</td>
-              <td className="num">{d.attempts}</td>
-              <td className="nowrap">
-                <time dateTime={d.failedAt}>{formatDateTime(d.failedAt)}</time>
-              </td>
-              <td>
-                <span className={`status ${d.status === "delivered" ? "status--ok" : d.status === "replaying" ? "status--warn" : "status--off"}`}>
-                  {d.status}
-                </span>
-              </td>
-              <td>
-                <KeyCell dl={d} nowMs={now} />
-              </td>
-            </tr>
-          ))}
-        </tbody>
-      </table>
-    </div>
+    <Table
+      caption="Dead letters"
+      columns={[
+        checkable && { label: "Select", hideLabel: true },
+        "Event",
+        "Source",
+        "Error",
+        { label: "Attempts", num: true },
+        "Failed",
+        "Status",
+        "Key",
+      ]}
+      wrap
+    >
+      {items.map((d) => (
+        <tr key={d.id}>
+          {checkable && (
+            <td>
+              <input
+                type="checkbox"
+                aria-label={`Select ${d.eventId}`}
+                checked={checked.has(d.id)}
+                disabled={d.status !== "pending"}
+                onChange={() => onToggle(d)}
+              />
+            </td>
+          )}
+          <td>
+            <EventLink source={d.source} eventId={d.eventId} />
+            <div className="muted small">{d.eventType}</div>
+          </td>
+          <td className="source-name">{d.source}</td>
+          <td className="mono small">{d.error}</td>
+          <td className="num">{d.attempts}</td>
+          <td className="nowrap">
+            <time dateTime={d.failedAt}>{formatDateTime(d.failedAt)}</time>
+          </td>
+          <td>
+            <span className={`status ${d.status === "delivered" ? "status--ok" : d.status === "replaying" ? "status--warn" : "status--off"}`}>
+              {d.status}
+            </span>
+          </td>
+          <td>
+            <KeyCell dl={d} nowMs={now} />
+          </td>
+        </tr>
+      ))}
+    </Table>
   );
 }

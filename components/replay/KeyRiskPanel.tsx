@@ -1,12 +1,14 @@
 "use client";
 
 import { useQuery } from "@tanstack/react-query";
-import { ErrorBox } from "@/components/ui/ErrorBox";
+import { QueryView } from "@/components/ui/QueryView";
 import { EventLink } from "@/components/ui/EventLink";
 import { formatDateTime } from "@/components/ui/format";
 import { keyRiskHeadline, keysAtRisk } from "./prepare";
 import { keyRiskQuery } from "./queries";
 import { useNow } from "./useNow";
+import type { DeadLetterList } from "@/lib/deadletters/schema";
+import { Table } from "@/components/ui/Table";
 
 /**
  * The warning: pending dead letters whose keys already expired or expire within 24 h, soonest first. A
@@ -15,11 +17,15 @@ import { useNow } from "./useNow";
  */
 export function KeyRiskPanel({ source }: { source: string | undefined }) {
   const now = useNow(30_000);
-  const { data, error, isPending, isFetching, refetch } = useQuery(keyRiskQuery(source));
-  if (isPending) return null;
-  if (!data) {
-    return <ErrorBox title="Keys at risk could not be checked" error={error} onRetry={() => void refetch()} retrying={isFetching} />;
-  }
+  const query = useQuery(keyRiskQuery(source));
+  return (
+    <QueryView query={query} loading={null} errorTitle="Keys at risk could not be checked">
+      {(data) => <KeyRisks data={data} now={now} />}
+    </QueryView>
+  );
+}
+
+function KeyRisks({ data, now }: { data: DeadLetterList; now: number }) {
   const headline = keyRiskHeadline(data.counts.keyRisk);
   if (!headline) return null;
   const risks = keysAtRisk(data.items, now);
@@ -34,31 +40,18 @@ export function KeyRiskPanel({ source }: { source: string | undefined }) {
         Replay the ones still protected (or extend their keys in the wizard) before their keys expire.
       </p>
       {risks.length > 0 && (
-        <div className="table-wrap">
-          <table className="table">
-            <caption className="visually-hidden">Keys at risk, soonest first</caption>
-            <thead>
-              <tr>
-                <th scope="col">Event</th>
-                <th scope="col">Source</th>
-                <th scope="col">Key</th>
-                <th scope="col">Failed</th>
-              </tr>
-            </thead>
-            <tbody>
-              {risks.map((r) => (
-                <tr key={r.item.id}>
-                  <td>
-                    <EventLink source={r.item.source} eventId={r.item.eventId} />
-                  </td>
-                  <td className="source-name">{r.item.source}</td>
-                  <td className={r.expired ? "warn-text" : undefined}>{r.label}</td>
-                  <td className="nowrap">{formatDateTime(r.item.failedAt)}</td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        </div>
+        <Table caption="Keys at risk, soonest first" columns={["Event", "Source", "Key", "Failed"]}>
+          {risks.map((r) => (
+            <tr key={r.item.id}>
+              <td>
+                <EventLink source={r.item.source} eventId={r.item.eventId} />
+              </td>
+              <td className="source-name">{r.item.source}</td>
+              <td className={r.expired ? "warn-text" : undefined}>{r.label}</td>
+              <td className="nowrap">{formatDateTime(r.item.failedAt)}</td>
+            </tr>
+          ))}
+        </Table>
       )}
       {atRisk > risks.length && <p className="muted small">Showing the {risks.length} soonest of {atRisk}.</p>}
     </section>

@@ -2,6 +2,8 @@ import { EventLink } from "@/components/ui/EventLink";
 import { formatCount, formatDateTime } from "@/components/ui/format";
 import { categoryRows, describeExpiry, itemsByCategory } from "./prepare";
 import type { Preflight } from "@/lib/replay/schema";
+import styles from "./replay.module.css";
+import { Table } from "@/components/ui/Table";
 
 /** Items listed per category before "and N more". */
 const SHOWN = 100;
@@ -12,43 +14,37 @@ export function PreflightSummary({ preflight, nowMs }: { preflight: Preflight; n
   const byCategory = itemsByCategory(preflight.items);
   return (
     <>
-      <div className="table-wrap">
-        <table className="table table--wrap preflight-table">
-          <caption className="visually-hidden">Preflight summary</caption>
-          <thead>
-            <tr>
-              <th scope="col">Category</th>
-              <th scope="col" className="num">
-                Events
-              </th>
-              <th scope="col">What it means for a replay</th>
-            </tr>
-          </thead>
-          <tbody>
-            {rows.map((r) => (
-              <tr key={r.category} className={r.count === 0 ? "row--inactive" : undefined} data-category={r.category}>
-                <th scope="row">
-                  <span className={`status status--${r.tone}`}>{r.label}</span>
-                </th>
-                <td className="num strong" data-testid={`count-${r.category}`}>
-                  {formatCount(r.count)}
-                </td>
-                <td>{r.explanation}</td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
-      </div>
+      <Table
+        caption="Preflight summary"
+        columns={[
+          "Category",
+          { label: "Events", num: true },
+          "What it means for a replay",
+        ]}
+        wrap
+      >
+        {rows.map((r) => (
+          <tr key={r.category} className={r.count === 0 ? "row--inactive" : undefined} data-category={r.category}>
+            <th scope="row">
+              <span className={`status status--${r.tone}`}>{r.label}</span>
+            </th>
+            <td className="num strong" data-testid={`count-${r.category}`}>
+              {formatCount(r.count)}
+            </td>
+            <td>{r.explanation}</td>
+          </tr>
+        ))}
+      </Table>
       {rows
         .filter((r) => r.count > 0)
         .map((r) => {
           const items = byCategory[r.category];
           return (
-            <details key={r.category} className="preflight-items">
+            <details key={r.category} className={styles.items}>
               <summary>
                 {r.label}: {formatCount(r.count)} event{r.count === 1 ? "" : "s"}
               </summary>
-              <ul className="preflight-items__list">
+              <ul className={styles.itemList}>
                 {items.slice(0, SHOWN).map((i) => (
                   <li key={i.deadLetterId}>
                     <EventLink source={preflight.source} eventId={i.eventId} /> <span className="muted small">{i.eventType}</span>

@@ -5,10 +5,13 @@ import { useEffect, useId, useRef } from "react";
 import { useCan } from "@/components/auth/SessionProvider";
 import { ConfirmAction } from "@/components/ui/ConfirmAction";
 import { ErrorBox } from "@/components/ui/ErrorBox";
+import { Panel } from "@/components/ui/Panel";
+import { QueryView } from "@/components/ui/QueryView";
 import { formatCount, formatDateTime } from "@/components/ui/format";
 import { isFinished, outcomeRows, replayControls, replayHeadline, replayProgress } from "./prepare";
 import { controlReplay, replayKeys, replayQuery, type ReplayControl } from "./queries";
 import { ReplayResults } from "./ReplayResults";
+import styles from "./replay.module.css";
 
 const STATUS_TONE = { running: "status--ok", paused: "status--warn", cancelled: "status--off", completed: "status--ok" } as const;
 
@@ -30,7 +33,8 @@ export function ReplayProgress({
 }) {
   const canOperate = useCan("operator");
   const queryClient = useQueryClient();
-  const { data, error, isPending, isError, isFetching, refetch } = useQuery(replayQuery(replayId));
+  const query = useQuery(replayQuery(replayId));
+  const { data, error, isError } = query;
   const control = useMutation({
     mutationFn: (action: ReplayControl) => controlReplay(replayId, action),
     onSettled: () => queryClient.invalidateQueries({ queryKey: replayKeys.all }),
@@ -54,27 +58,10 @@ export function ReplayProgress({
   const title = data && isFinished(data.status) ? "Results" : "Progress";
   // useId, not the replay id: the same replay may be on screen twice (in the wizard and opened from the list).
   const titleId = useId();
-  const Wrapper = embedded ? "div" : "section";
-  return (
-    <Wrapper className={embedded ? "wizard__stage" : "panel panel--form"} aria-labelledby={titleId} role={embedded ? "group" : undefined}>
-      <header className="source-card__header">
-        <h3 className={embedded ? "source-card__subtitle" : "section-title section-title--flush"} id={titleId}>
-          {embedded ? title : `Replay ${data ? `of ${data.source}` : ""}: ${title.toLowerCase()}`}
-        </h3>
-        {data && <span className={`status ${STATUS_TONE[data.status]}`}>{data.status}</span>}
-        {onClose && (
-          <button type="button" className="button button--small wizard__close" onClick={onClose}>
-            Close
-          </button>
-        )}
-      </header>
-      {isPending ? (
-        <p className="muted" aria-busy="true">
-          Loading the replay…
-        </p>
-      ) : !data ? (
-        <ErrorBox title="The replay could not be loaded" error={error} onRetry={() => void refetch()} retrying={isFetching} />
-      ) : (
+  const badge = data && <span className={`status ${STATUS_TONE[data.status]}`}>{data.status}</span>;
+  const content = (
+    <QueryView query={query} loading="Loading the replay…" errorTitle="The replay could not be loaded">
+      {(data) => (
         <>
           {isError && (
             <p className="warn-text" role="status">
@@ -84,12 +71,12 @@ export function ReplayProgress({
           <ProgressBar done={replayProgress(data).done} total={data.total} percent={replayProgress(data).percent} />
           <p aria-live="polite">{replayHeadline(data)}</p>
           {data.destination && (
-            <p className="small replay-destination">
+            <p className="small" data-testid="replay-destination">
               {finished ? "Sent to" : "Sending to"} <span className="mono">{data.destination}</span>
               {!finished && <span className="muted"> (the source&apos;s destination, read at each batch)</span>}
             </p>
           )}
-          <dl className="detail-list replay-counts">
+          <dl className={`detail-list ${styles.outcomes}`}>
             {outcomeRows(data.counts).map((o) => (
               <div key={o.outcome}>
                 <dt>{o.label}</dt>
@@ -110,15 +97,46 @@ export function ReplayProgress({
           {finished && <ReplayResults replay={data} />}
         </>
       )}
-    </Wrapper>
+    </QueryView>
+  );
+  if (embedded) {
+    return (
+      <div className={styles.stage} role="group" aria-labelledby={titleId}>
+        <header className="panel__header">
+          <h3 className="subtitle" id={titleId}>
+            {title}
+          </h3>
+          {badge}
+        </header>
+        {content}
+      </div>
+    );
+  }
+  return (
+    <Panel
+      wide
+      level={3}
+      title={`Replay ${data ? `of ${data.source}` : ""}: ${title.toLowerCase()}`}
+      titleId={titleId}
+      badge={badge}
+      actions={
+        onClose && (
+          <button type="button" className="button button--small" onClick={onClose}>
+            Close
+          </button>
+        )
+      }
+    >
+      {content}
+    </Panel>
   );
 }
 
 function ProgressBar({ done, total, percent }: { done: number; total: number; percent: number }) {
   return (
-    <div className="replay-progress">
-      <progress className="replay-progress__bar" max={100} value={percent} aria-label="Replay progress" aria-valuetext={`${done} of ${total} settled`} />
-      <span className="replay-progress__label">{percent}%</span>
+    <div className={styles.progress}>
+      <progress className={styles.progressBar} max={100} value={percent} aria-label="Replay progress" aria-valuetext={`${done} of ${total} settled`} />
+      <span className={styles.progressLabel}>{percent}%</span>
     </div>
   );
 }

@@ -1,7 +1,9 @@
 import { EventLink } from "@/components/ui/EventLink";
 import { formatCount } from "@/components/ui/format";
+import { Table } from "@/components/ui/Table";
 import { OUTCOME_LABEL } from "./prepare";
 import type { Replay, ReplayItemResult } from "@/lib/replay/schema";
+import styles from "./replay.module.css";
 
 /** A finished replay's items that did not get delivered, with the reason for each. Display only. */
 export function ReplayResults({ replay }: { replay: Replay }) {
@@ -25,37 +27,29 @@ export function ReplayResults({ replay }: { replay: Replay }) {
 
 function ItemTable({ title, items, source }: { title: string; items: ReplayItemResult[]; source: string }) {
   return (
-    <div className="table-wrap">
-      <table className="table table--wrap">
-        <caption className="source-card__subtitle replay-results__caption">
+    <Table
+      caption={
+        <>
           {title} ({formatCount(items.length)})
-        </caption>
-        <thead>
-          <tr>
-            <th scope="col">Event</th>
-            <th scope="col">Outcome</th>
-            <th scope="col" className="num">
-              Attempts
-            </th>
-            <th scope="col">Last answer</th>
-          </tr>
-        </thead>
-        <tbody>
-          {items.map((i) => (
-            <tr key={i.deadLetterId}>
-              <td>
-                <EventLink source={source} eventId={i.eventId} />
-              </td>
-              <td>{OUTCOME_LABEL[i.outcome]}</td>
-              <td className="num">{i.attempts}</td>
-              <td className="mono small">
-                {i.lastStatus !== null && <span>HTTP {i.lastStatus} </span>}
-                {i.lastError ?? ""}
-              </td>
-            </tr>
-          ))}
-        </tbody>
-      </table>
-    </div>
+        </>
+      }
+      captionClassName={`subtitle ${styles.caption}`}
+      columns={["Event", "Outcome", { label: "Attempts", num: true }, "Last answer"]}
+      wrap
+    >
+      {items.map((i) => (
+        <tr key={i.deadLetterId}>
+          <td>
+            <EventLink source={source} eventId={i.eventId} />
+          </td>
+          <td>{OUTCOME_LABEL[i.outcome]}</td>
+          <td className="num">{i.attempts}</td>
+          <td className="mono small">
+            {i.lastStatus !== null && <span>HTTP {i.lastStatus} </span>}
+            {i.lastError ?? ""}
+          </td>
+        </tr>
+      ))}
+    </Table>
   );
 }

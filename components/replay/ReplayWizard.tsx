@@ -1,75 +1,73 @@
 "use client";
 
 import { useMutation, useQueryClient } from "@tanstack/react-query";
-import { useState } from "react";
+import { useReducer, type ReactNode } from "react";
 import { ErrorBox } from "@/components/ui/ErrorBox";
-import { formatCount, formatDuration } from "@/components/ui/format";
+import { formatCount } from "@/components/ui/format";
+import { Panel } from "@/components/ui/Panel";
+import { MAX_PREFLIGHT_ITEMS, type Preflight } from "@/lib/replay/schema";
+import { formatDuration } from "@/lib/sources/duration";
 import { ConfirmReplay } from "./ConfirmReplay";
 import { PreflightSummary } from "./PreflightSummary";
-import { describeSelection, needsExtend, preflightBody, preflightValidity, type Selection } from "./prepare";
+import {
+  currentStep,
+  describeSelection,
+  needsExtend,
+  preflightBody,
+  preflightValidity,
+  WIZARD_START,
+  WIZARD_STEPS,
+  wizardReducer,
+  type Selection,
+} from "./prepare";
 import { extendPreflight, replayKeys, runPreflight } from "./queries";
 import { ReplayProgress } from "./ReplayProgress";
-import { MAX_PREFLIGHT_ITEMS, type Preflight } from "@/lib/replay/schema";
+import styles from "./replay.module.css";
 import { useNow } from "./useNow";
-
-type Step = "select" | "preflight" | "extend" | "confirm" | "run";
-
-const STEPS: { step: Step | "results"; label: string }[] = [
-  { step: "select", label: "Select" },
-  { step: "preflight", label: "Preflight" },
-  { step: "extend", label: "Extend" },
-  { step: "confirm", label: "Confirm" },
-  { step: "run", label: "Progress" },
-  { step: "results", label: "Results" },
-];
 
 /**
  * The replay wizard (operators): select → preflight summary → extend (when keys expire inside the
  * window) → confirm → live progress → results. Each step sends one request; the server refuses anything
- * unsafe again (stale preflight, expiring keys not extended, a forced replay without a reason).
+ * unsafe again (stale preflight, expiring keys not extended, a forced replay without a reason). Where it
+ * is lives in one value (WizardState, changed only by wizardReducer in prepare.ts).
  */
 export function ReplayWizard({ selection, onClose }: { selection: Selection; onClose: () => void }) {
   const queryClient = useQueryClient();
-  const [step, setStep] = useState<Step>("select");
-  const [preflight, setPreflight] = useState<Preflight | null>(null);
-  const [extended, setExtended] = useState<number | null>(null);
-  const [replayId, setReplayId] = useState<string | null>(null);
-  const [finished, setFinished] = useState(false);
+  const [state, dispatch] = useReducer(wizardReducer, WIZARD_START);
   const check = useMutation({
     mutationFn: () => runPreflight(preflightBody(selection)),
-    onSuccess: (p) => {
-      setPreflight(p);
-      setExtended(null);
-      setStep("preflight");
-    },
+    onSuccess: (preflight) => dispatch({ type: "preflighted", preflight }),
   });
   const extend = useMutation({
     mutationFn: (id: string) => extendPreflight(id),
-    onSuccess: (r) => {
-      setPreflight(r.preflight);
-      setExtended(r.extended);
-    },
+    onSuccess: (r) => dispatch({ type: "extended", preflight: r.preflight, extended: r.extended }),
   });
-  const current = step === "run" && finished ? "results" : step;
+  const current = currentStep(state);
+  const back = (
+    <button type="button" className="button" onClick={() => dispatch({ type: "back" })}>
+      Back
+    </button>
+  );
   return (
-    <section className="panel panel--form wizard" aria-labelledby="wizard-title">
-      <header className="source-card__header">
-        <h2 className="section-title section-title--flush" id="wizard-title">
-          Replay wizard
-        </h2>
-        <button type="button" className="button button--small wizard__close" onClick={onClose}>
-          {step === "run" ? "Close" : "Cancel replay wizard"}
+    <Panel
+      wide
+      className={styles.wizard}
+      title="Replay wizard"
+      actions={
+        <button type="button" className="button button--small" onClick={onClose}>
+          {state.step === "run" ? "Close" : "Cancel replay wizard"}
         </button>
-      </header>
-      <ol className="wizard__steps" aria-label="Steps">
-        {STEPS.map((s, i) => (
-          <li key={s.step} aria-current={s.step === current ? "step" : undefined} className={s.step === current ? "wizard__step--current" : undefined}>
+      }
+    >
+      <ol className={styles.steps} aria-label="Steps">
+        {WIZARD_STEPS.map((s, i) => (
+          <li key={s.step} aria-current={s.step === current ? "step" : undefined} className={s.step === current ? styles.currentStep : undefined}>
             {i + 1}. {s.label}
           </li>
         ))}
       </ol>
 
-      {step === "select" && (
+      {state.step === "select" && (
         <div>
           <p>
             Replay <strong>{describeSelection(selection)}</strong>. The preflight checks each one&apos;s dedup key first; nothing is
@@ -84,85 +82,107 @@ export function ReplayWizard({ selection, onClose }: { selection: Selection; onC
         </div>
       )}
 
-      {step !== "select" && step !== "run" && preflight && (
+      {(state.step === "preflight" || state.step === "extend" || state.step === "confirm") && (
         <PreflightStep
-          preflight={preflight}
+          preflight={state.preflight}
           rerun={() => check.mutate()}
           rerunning={check.isPending}
           rerunError={check.isError ? check.error : null}
         />
       )}
 
-      {step === "preflight" && preflight && (
+      {state.step === "preflight" && (
         <div className="form__actions">
-          {preflight.counts.total > 0 && (
-            <button type="button" className="button button--primary" onClick={() => setStep(needsExtend(preflight) ? "extend" : "confirm")}>
-              {needsExtend(preflight) ? "Next: extend keys" : "Next: confirm"}
+          {state.preflight.counts.total > 0 && (
+            <button type="button" className="button button--primary" onClick={() => dispatch({ type: "next" })}>
+              {needsExtend(state.preflight) ? "Next: extend keys" : "Next: confirm"}
             </button>
           )}
-          <button type="button" className="button" onClick={() => setStep("select")}>
-            Back
-          </button>
+          {back}
         </div>
       )}
 
-      {step === "extend" && preflight && (
-        <div className="wizard__stage" role="group" aria-label="Extend keys">
-          <h3 className="source-card__subtitle">Extend keys</h3>
-          {extended === null ? (
-            <p>
-              {formatCount(preflight.counts.expiring)} key{preflight.counts.expiring === 1 ? " expires" : "s expire"} before the replay
-              window ({formatDuration(preflight.windowSeconds)}) ends. Extending moves the alive and expiring keys of this preflight to
-              expire at least {formatDuration(preflight.windowSeconds)} from now, so a processed event stays a duplicate during the
-              replay. Expired keys are never brought back. The change is recorded in the action log.
-            </p>
-          ) : (
-            <p className="note" aria-live="polite">
-              Extended {formatCount(extended)} key{extended === 1 ? "" : "s"}. The preflight above is classified again.
-            </p>
-          )}
-          {extend.isError && <ErrorBox title="The keys were not extended" error={extend.error} />}
-          <div className="form__actions">
-            {extended === null ? (
-              <>
-                <button
-                  type="button"
-                  className="button button--primary"
-                  onClick={() => extend.mutate(preflight.preflightId)}
-                  disabled={extend.isPending}
-                >
-                  {extend.isPending ? "Extending…" : `Extend ${formatCount(preflight.counts.expiring + preflight.counts.alive)} keys`}
-                </button>
-                <button type="button" className="button" onClick={() => setStep("confirm")}>
-                  Skip: leave the expiring ones out
-                </button>
-              </>
-            ) : (
-              <button type="button" className="button button--primary" onClick={() => setStep("confirm")}>
-                Next: confirm
-              </button>
-            )}
-            <button type="button" className="button" onClick={() => setStep("preflight")}>
-              Back
-            </button>
-          </div>
-        </div>
+      {state.step === "extend" && (
+        <ExtendStep
+          preflight={state.preflight}
+          extended={state.extended}
+          onExtend={() => extend.mutate(state.preflight.preflightId)}
+          extending={extend.isPending}
+          extendError={extend.isError ? extend.error : null}
+          onNext={() => dispatch({ type: "next" })}
+          back={back}
+        />
       )}
 
-      {step === "confirm" && preflight && (
+      {state.step === "confirm" && (
         <ConfirmReplay
-          preflight={preflight}
-          onBack={() => setStep(needsExtend(preflight) || extended !== null ? "extend" : "preflight")}
-          onStarted={(id) => {
-            setReplayId(id);
-            setStep("run");
+          preflight={state.preflight}
+          onBack={() => dispatch({ type: "back" })}
+          onStarted={(replayId) => {
+            dispatch({ type: "started", replayId });
             void queryClient.invalidateQueries({ queryKey: replayKeys.all });
           }}
         />
       )}
 
-      {step === "run" && replayId && <ReplayProgress replayId={replayId} embedded onFinished={() => setFinished(true)} />}
-    </section>
+      {state.step === "run" && <ReplayProgress replayId={state.replayId} embedded onFinished={() => dispatch({ type: "finished" })} />}
+    </Panel>
+  );
+}
+
+/** Extending the keys that expire inside the replay window, or skipping them. */
+function ExtendStep({
+  preflight,
+  extended,
+  onExtend,
+  extending,
+  extendError,
+  onNext,
+  back,
+}: {
+  preflight: Preflight;
+  extended: number | null;
+  onExtend: () => void;
+  extending: boolean;
+  extendError: unknown;
+  onNext: () => void;
+  back: ReactNode;
+}) {
+  const span = formatDuration(preflight.windowSeconds);
+  return (
+    <div className={styles.stage} role="group" aria-label="Extend keys">
+      <h3 className="subtitle">Extend keys</h3>
+      {extended === null ? (
+        <p>
+          {formatCount(preflight.counts.expiring)} key{preflight.counts.expiring === 1 ? " expires" : "s expire"} before the replay
+          window ({span}) ends. Extending moves the alive and expiring keys of this preflight to expire at least {span} from now,
+          so a processed event stays a duplicate during the replay. Expired keys are never brought back. The change is recorded in
+          the action log.
+        </p>
+      ) : (
+        <p className="note" aria-live="polite">
+          Extended {formatCount(extended)} key{extended === 1 ? "" : "s"}. The preflight above is classified again.
+        </p>
+      )}
+      {extendError != null && <ErrorBox title="The keys were not extended" error={extendError} />}
+      <div className="form__actions">
+        {extended === null ? (
+          <>
+            <button type="button" className="button button--primary" onClick={onExtend} disabled={extending}>
+              {extending ? "Extending…" : `Extend ${formatCount(preflight.counts.expiring + preflight.counts.alive)} keys`}
+            </button>
+            <button type="button" className="button" onClick={onNext}>
+              Skip: leave the expiring ones out
+            </button>
+          </>
+        ) : (
+          <button type="button" className="button button--primary" onClick={onNext}>
+            Next: confirm
+          </button>
+        )}
+        {back}
+      </div>
+    </div>
   );
 }
 
@@ -182,7 +202,7 @@ function PreflightStep({
   const validity = preflightValidity(preflight.validUntil, now);
   return (
     <>
-      <p className="wizard__validity">
+      <p>
         Preflight of {formatCount(preflight.counts.total)} pending dead letter{preflight.counts.total === 1 ? "" : "s"} of{" "}
         <span className="source-name">{preflight.source}</span>, replay window {formatDuration(preflight.windowSeconds)}:{" "}
         <span className={validity.stale ? "warn-text" : "muted"} role="timer" aria-label="Preflight validity">

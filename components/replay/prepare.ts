@@ -4,18 +4,26 @@
  * (what may be included, the phrase that confirms a replay, the request bodies), and a replay's progress.
  * No React, no fetch; unit-tested in test/replay/prepare.test.ts.
  */
-import { formatCount, formatDuration } from "@/components/ui/format";
+import type { z } from "zod";
+import { formatCount } from "@/components/ui/format";
 import type { DeadLetter, DeadLetterStatus } from "@/lib/deadletters/schema";
 import {
   CATEGORIES,
+  DEFAULT_CONCURRENCY,
+  MAX_CONCURRENCY,
+  MAX_RATE_PER_SECOND,
+  MIN_FORCE_REASON,
+  startReplayRequest,
   type Category,
   type Outcome as ItemOutcome,
   type Preflight,
   type PreflightCounts,
   type PreflightItem,
+  type PreflightRequest,
   type ReplayStatus,
   type ReplaySummary,
 } from "@/lib/replay/schema";
+import { formatDuration } from "@/lib/sources/duration";
 import { isoToLocalInput, localInputToIso } from "@/components/ui/datetime-input";
 
 export { isoToLocalInput, localInputToIso };
@@ -129,7 +137,7 @@ export function keysAtRisk(items: readonly DeadLetter[], nowMs: number, horizonM
   return risks.sort((a, b) => rank(a) - rank(b) || Date.parse(a.item.failedAt) - Date.parse(b.item.failedAt));
 }
 
-/** "expired 2h 5m ago", "expires in 40m", "expired" (no time known). Minute precision. */
+/** "expired 2h5m ago", "expires in 40m", "expired" (no time known). Minute precision. */
 export function describeExpiry(atMs: number | null, nowMs: number): string {
   if (atMs === null) return "expired";
   const minutes = Math.round(Math.abs(atMs - nowMs) / 60_000);
@@ -205,11 +213,8 @@ export function selectionFromFilters(f: DeadLetterFilters): { ok: true; selectio
   return { ok: true, selection: { kind: "filter", source: f.source, filter } };
 }
 
-export type PreflightBody = {
-  source: string;
-  deadLetterIds?: string[];
-  filter?: { from?: string; to?: string; errorContains?: string };
-};
+/** POST /api/v1/replays/preflight's body, as the server's schema takes it. */
+export type PreflightBody = PreflightRequest;
 
 export function preflightBody(s: Selection): PreflightBody {
   return s.kind === "ids" ? { source: s.source, deadLetterIds: s.ids } : { source: s.source, filter: s.filter };
@@ -243,13 +248,79 @@ export function needsExtend(p: Pick<Preflight, "counts" | "extendedAt">): boolea
 }
 
 // ---------------------------------------------------------------------------------------------------
-// The confirm step
+// The wizard's steps
 
-export const DEFAULT_RATE = 50;
-export const MAX_RATE = 500;
-export const DEFAULT_CONCURRENCY = 4;
-export const MAX_CONCURRENCY = 32;
-export const MIN_FORCE_REASON = 10;
+/** A preflight on screen, and how many keys its extend moved (null: not extended in this wizard). */
+type Checked = { preflight: Preflight; extended: number | null };
+
+/**
+ * Where the wizard is, and only what that step has: nothing before the preflight ran, the preflight
+ * (and the extend's count) while it is reviewed, extended and confirmed, the replay's id once started.
+ */
+export type WizardState =
+  | { step: "select" }
+  | ({ step: "preflight" } & Checked)
+  | ({ step: "extend" } & Checked)
+  | ({ step: "confirm" } & Checked)
+  | { step: "run"; replayId: string; finished: boolean };
+
+export type WizardEvent =
+  /** A preflight (first or re-run) answered: it is reviewed afresh. */
+  | { type: "preflighted"; preflight: Preflight }
+  /** The extend answered with the re-classified preflight. */
+  | { type: "extended"; preflight: Preflight; extended: number }
+  /** Forward: from the preflight to the extend step when keys expire inside the window, else to confirm. */
+  | { type: "next" }
+  | { type: "back" }
+  | { type: "started"; replayId: string }
+  | { type: "finished" };
+
+export const WIZARD_START: WizardState = { step: "select" };
+
+/** The wizard's one transition rule. An event that does not apply to the current step changes nothing. */
+export function wizardReducer(state: WizardState, event: WizardEvent): WizardState {
+  switch (event.type) {
+    case "preflighted":
+      return state.step === "run" ? state : { step: "preflight", preflight: event.preflight, extended: null };
+    case "extended":
+      return state.step === "preflight" || state.step === "extend" || state.step === "confirm"
+        ? { ...state, preflight: event.preflight, extended: event.extended }
+        : state;
+    case "next":
+      if (state.step === "preflight") return { ...state, step: needsExtend(state.preflight) ? "extend" : "confirm" };
+      if (state.step === "extend") return { ...state, step: "confirm" };
+      return state;
+    case "back":
+      if (state.step === "preflight") return { step: "select" };
+      if (state.step === "extend") return { ...state, step: "preflight" };
+      if (state.step === "confirm") {
+        return { ...state, step: needsExtend(state.preflight) || state.extended !== null ? "extend" : "preflight" };
+      }
+      return state;
+    case "started":
+      return state.step === "confirm" ? { step: "run", replayId: event.replayId, finished: false } : state;
+    case "finished":
+      return state.step === "run" ? { ...state, finished: true } : state;
+  }
+}
+
+/** The wizard's steps as the step bar names them. */
+export const WIZARD_STEPS = [
+  { step: "select", label: "Select" },
+  { step: "preflight", label: "Preflight" },
+  { step: "extend", label: "Extend" },
+  { step: "confirm", label: "Confirm" },
+  { step: "run", label: "Progress" },
+  { step: "results", label: "Results" },
+] as const;
+
+/** The step the bar marks current: a finished run shows its results. */
+export function currentStep(state: WizardState): (typeof WIZARD_STEPS)[number]["step"] {
+  return state.step === "run" && state.finished ? "results" : state.step;
+}
+
+// ---------------------------------------------------------------------------------------------------
+// The confirm step
 
 /**
  * Whether a category may be ticked: in_flight never (a handler holds it); expiring only after the keys
@@ -287,13 +358,8 @@ export function confirmMatches(typed: string, phrase: string, forced: boolean): 
   return t.replace(/[\s,_.']/g, "") === phrase;
 }
 
-export type ReplayBody = {
-  preflightId: string;
-  include: Category[];
-  force?: { reason: string };
-  ratePerSecond: number;
-  concurrency: number;
-};
+/** POST /api/v1/replays's body as the server's schema outputs it (rate and concurrency always sent). */
+export type ReplayBody = z.output<typeof startReplayRequest>;
 
 /** The confirm form's fields as typed; `concurrency` left out means the default. */
 export type ConfirmState = { include: Category[]; reason: string; typed: string; rate: string; concurrency?: string };
@@ -312,20 +378,31 @@ export function checkConfirm(
   const problems: string[] = [];
   for (const c of include) if (!includable(c, p)) problems.push(`${CATEGORY_INFO[c].label} cannot be included${c === "expiring" ? " before the keys are extended" : ""}.`);
   if (count === 0) problems.push("Nothing to replay: include at least one category with events.");
-  const reason = state.reason.trim();
-  if (forced && reason.length < MIN_FORCE_REASON) problems.push(`A forced replay needs a reason of at least ${MIN_FORCE_REASON} characters.`);
-  const rate = Number(state.rate.trim());
-  if (!Number.isInteger(rate) || rate < 1 || rate > MAX_RATE) problems.push(`Rate must be a whole number from 1 to ${MAX_RATE} per second.`);
-  const concurrency = Number((state.concurrency ?? String(DEFAULT_CONCURRENCY)).trim());
-  if (!Number.isInteger(concurrency) || concurrency < 1 || concurrency > MAX_CONCURRENCY) {
-    problems.push(`Concurrency must be a whole number from 1 to ${MAX_CONCURRENCY} deliveries at a time.`);
+  // Each field through the server's own schema (lib/replay/schema.ts), with a sentence for the screen.
+  const fields = startReplayRequest.shape;
+  const force = fields.force.safeParse({ reason: state.reason });
+  if (forced && !force.success) {
+    problems.push(
+      state.reason.trim().length < MIN_FORCE_REASON
+        ? `A forced replay needs a reason of at least ${MIN_FORCE_REASON} characters.`
+        : `The reason ${force.error.issues[0]?.message ?? "is refused"}.`,
+    );
   }
+  const rate = fields.ratePerSecond.safeParse(Number(state.rate.trim()));
+  if (!rate.success) problems.push(`Rate must be a whole number from 1 to ${MAX_RATE_PER_SECOND} per second.`);
+  const concurrency = fields.concurrency.safeParse(Number((state.concurrency ?? String(DEFAULT_CONCURRENCY)).trim()));
+  if (!concurrency.success) problems.push(`Concurrency must be a whole number from 1 to ${MAX_CONCURRENCY} deliveries at a time.`);
   const phrase = confirmPhrase(p.source, count, forced);
   if (count > 0 && !confirmMatches(state.typed, phrase, forced)) {
     problems.push(forced ? `Type the source name, ${p.source}, to confirm.` : `Type the number of events, ${phrase}, to confirm.`);
   }
-  if (problems.length > 0) return { ok: false, problems, count };
-  return { ok: true, count, body: { preflightId: p.preflightId, include, ...(forced ? { force: { reason } } : {}), ratePerSecond: rate, concurrency } };
+  if (problems.length > 0 || !rate.success || !concurrency.success) return { ok: false, problems, count };
+  const reason = forced && force.success ? force.data : undefined;
+  return {
+    ok: true,
+    count,
+    body: { preflightId: p.preflightId, include, ...(reason ? { force: reason } : {}), ratePerSecond: rate.data, concurrency: concurrency.data },
+  };
 }
 
 /**

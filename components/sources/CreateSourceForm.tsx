@@ -2,6 +2,7 @@
 
 import { useMutation, useQueryClient } from "@tanstack/react-query";
 import { useState } from "react";
+import { Panel } from "@/components/ui/Panel";
 import { formatDuration } from "@/lib/sources/duration";
 import { createBody, emptyForm } from "./prepare";
 import { createSource, sourceKeys, type PresetItem } from "./queries";
@@ -19,10 +20,7 @@ export function CreateSourceForm({ presets }: { presets: PresetItem[] | undefine
     },
   });
   return (
-    <section className="panel panel--form" aria-labelledby="create-source-title">
-      <h2 className="section-title section-title--flush" id="create-source-title">
-        Create a source
-      </h2>
+    <Panel title="Create a source" wide>
       <SourceForm
         mode="create"
         initial={emptyForm()}
@@ -40,6 +38,6 @@ export function CreateSourceForm({ presets }: { presets: PresetItem[] | undefine
       <p className="form__status" aria-live="polite">
         {created}
       </p>
-    </section>
+    </Panel>
   );
 }

@@ -5,6 +5,7 @@ import { formatDuration } from "@/lib/sources/duration";
 import { formFromSource, updateBody } from "./prepare";
 import { sourceKeys, updateSource, type PresetItem, type SourceItem, type SourceSettings } from "./queries";
 import { SourceForm } from "./SourceForm";
+import styles from "./sources.module.css";
 
 /** The edit form of one source (admins), prefilled; a change applies to new claims only. */
 export function EditSource({
@@ -28,7 +29,7 @@ export function EditSource({
     },
   });
   return (
-    <section className="source-card__edit" aria-label={`Edit ${source.name}`}>
+    <section className={styles.edit} aria-label={`Edit ${source.name}`}>
       <SourceForm
         mode="edit"
         initial={formFromSource(source)}

@@ -1,47 +1,41 @@
 import { formatDuration } from "@/lib/sources/duration";
 import { ttlEquation } from "./prepare";
 import type { PresetItem } from "./queries";
+import styles from "./sources.module.css";
+import { Table } from "@/components/ui/Table";
 
 /** The TTL presets, collapsed: each one's TTL, parts, what it assumes of the sender and where that comes from. */
 export function PresetsPanel({ presets }: { presets: PresetItem[] }) {
   return (
-    <details className="panel presets-panel">
-      <summary className="presets-panel__summary">
-        <h2 className="section-title section-title--inline">Presets ({presets.length})</h2>
+    <details className={`panel ${styles.presets}`}>
+      <summary className={styles.presetsSummary}>
+        <h2 className={`section-title ${styles.inlineTitle}`}>Presets ({presets.length})</h2>
         <span className="muted small"> what each assumes, and where its figures come from</span>
       </summary>
-      <div className="table-wrap">
-        <table className="table table--wrap">
-          <caption className="visually-hidden">TTL presets</caption>
-          <thead>
-            <tr>
-              <th scope="col">Preset</th>
-              <th scope="col" className="num">
-                TTL
-              </th>
-              <th scope="col" title="retry window + queue lag + clock skew + replay margin">
-                Parts
-              </th>
-              <th scope="col">Assumes</th>
-              <th scope="col">Source</th>
-            </tr>
-          </thead>
-          <tbody>
-            {presets.map((p) => (
-              <tr key={p.name}>
-                <th scope="row">
-                  <code>{p.name}</code>
-                  <div className="muted small">{p.label}</div>
-                </th>
-                <td className="num strong">{formatDuration(p.ttlSeconds)}</td>
-                <td className="mono nowrap">{ttlEquation(p.parts)}</td>
-                <td>{p.assumes}</td>
-                <td className="small">{p.source}</td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
-      </div>
+      <Table
+        caption="TTL presets"
+        columns={[
+          "Preset",
+          { label: "TTL", num: true },
+          { label: "Parts", title: "retry window + queue lag + clock skew + replay margin" },
+          "Assumes",
+          "Source",
+        ]}
+        wrap
+      >
+        {presets.map((p) => (
+          <tr key={p.name}>
+            <th scope="row">
+              <code>{p.name}</code>
+              <div className="muted small">{p.label}</div>
+            </th>
+            <td className="num strong">{formatDuration(p.ttlSeconds)}</td>
+            <td className="mono nowrap">{ttlEquation(p.parts)}</td>
+            <td>{p.assumes}</td>
+            <td className="small">{p.source}</td>
+          </tr>
+        ))}
+      </Table>
     </details>
   );
 }

@@ -6,6 +6,7 @@ import { ConfirmAction } from "@/components/ui/ConfirmAction";
 import { ErrorBox } from "@/components/ui/ErrorBox";
 import { formatDateTime } from "@/components/ui/format";
 import { SecretPanel } from "@/components/ui/SecretPanel";
+import { TextField } from "@/components/ui/TextField";
 import { parseReplayDestination, signingGrace } from "./prepare";
 import { rotateSigningSecret, setReplayDestination, sourceKeys, type SourceItem } from "./queries";
 
@@ -46,8 +47,8 @@ export function ReplayTarget({ source, canEdit }: { source: SourceItem; canEdit:
   };
   const inputId = `replay-destination-${source.name}`;
   return (
-    <div className="replay-target">
-      <h4 className="source-card__subtitle">Replay</h4>
+    <div>
+      <h4 className="subtitle">Replay</h4>
       <dl className="detail-list">
         <div>
           <dt>Replay destination</dt>
@@ -68,7 +69,7 @@ export function ReplayTarget({ source, canEdit }: { source: SourceItem; canEdit:
         {grace && (
           <div>
             <dt>Rotation grace period</dt>
-            <dd className="signing-grace">
+            <dd data-testid="signing-grace">
               {grace.active ? (
                 <span className="warn-text">
                   The previous secret also signs replays until <time dateTime={grace.until}>{formatDateTime(grace.until)}</time>: switch the
@@ -85,31 +86,20 @@ export function ReplayTarget({ source, canEdit }: { source: SourceItem; canEdit:
       </dl>
       {canEdit && editing && (
         <form className="form form--row" onSubmit={submit} noValidate aria-label={`Set the replay destination of ${source.name}`}>
-          <div className="field">
-            <label className="field__label" htmlFor={inputId}>
-              Replay destination of {source.name}
-            </label>
-            <input
-              className="input input--wide"
-              id={inputId}
-              type="url"
-              value={text}
-              onChange={(e) => setText(e.target.value)}
-              placeholder="https://billing.internal/webhooks/replay"
-              autoComplete="off"
-              spellCheck={false}
-              aria-invalid={invalid ? true : undefined}
-              aria-describedby={`${inputId}-hint`}
-            />
-            <span className="field__hint field__hint--wide" id={`${inputId}-hint`}>
-              Replays POST each event here, signed (Standard Webhooks). Empty clears it.
-            </span>
-            {invalid && (
-              <p className="inline-error" role="alert">
-                {invalid}
-              </p>
-            )}
-          </div>
+          <TextField
+            id={inputId}
+            label={`Replay destination of ${source.name}`}
+            hint="Replays POST each event here, signed (Standard Webhooks). Empty clears it."
+            wideHint
+            error={invalid ?? undefined}
+            inputClassName="input--wide"
+            type="url"
+            value={text}
+            onChange={(e) => setText(e.target.value)}
+            placeholder="https://billing.internal/webhooks/replay"
+            autoComplete="off"
+            spellCheck={false}
+          />
           <div className="form__actions">
             <button type="submit" className="button button--primary" disabled={save.isPending}>
               {save.isPending ? "Saving…" : "Save destination"}
@@ -155,7 +145,7 @@ export function ReplayTarget({ source, canEdit }: { source: SourceItem; canEdit:
       )}
       {rotate.isError && <ErrorBox title="The signing secret was not generated" error={rotate.error} />}
       {secret && (
-        <SecretPanel title={`Signing secret of ${source.name}`} secret={secret.value} onDismiss={() => setSecret(null)}>
+        <SecretPanel title={`Signing secret of ${source.name}`} secret={secret.value} stored="encrypted" onDismiss={() => setSecret(null)}>
           <p className="small">
             Give it to the destination: it verifies each replay&apos;s <code>webhook-signature</code> header with it (Standard
             Webhooks, HMAC-SHA256).

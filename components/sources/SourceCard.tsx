@@ -2,12 +2,14 @@
 
 import { useState } from "react";
 import { formatDateTime } from "@/components/ui/format";
+import { Panel } from "@/components/ui/Panel";
 import { formatDuration } from "@/lib/sources/duration";
 import { describeProjection, invariantTitle, summarizeInvariants, ttlEquation } from "./prepare";
 import type { PresetItem, SourceItem, SourceSettings } from "./queries";
 import { EditSource } from "./EditSource";
 import { ExtendLiveKeys } from "./ExtendLiveKeys";
 import { ReplayTarget } from "./ReplayTarget";
+import styles from "./sources.module.css";
 
 /**
  * One source: how its TTL is made up, its preset, dead-letter retention, projected size and invariant
@@ -27,7 +29,6 @@ export function SourceCard({
 }) {
   const [editing, setEditing] = useState(false);
   const [saved, setSaved] = useState<string | null>(null);
-  const titleId = `source-${source.name}-title`;
   const checks = summarizeInvariants(source.invariants);
   const flagged = checks.failing.length > 0;
   const done = (s?: SourceSettings) => {
@@ -35,16 +36,22 @@ export function SourceCard({
     if (s) setSaved(`Saved: TTL ${formatDuration(s.ttlSeconds)} for new claims; live keys keep their expiry.`);
   };
   return (
-    <article className={`panel source-card${flagged ? " source-card--flagged" : ""}`} aria-labelledby={titleId}>
-      <header className="source-card__header">
-        <h3 className="source-card__title source-name" id={titleId}>
-          {source.name}
-        </h3>
+    <Panel
+      as="article"
+      className={flagged ? `${styles.card} ${styles.flagged}` : styles.card}
+      data-flagged={flagged || undefined}
+      title={source.name}
+      level={3}
+      titleClassName={`source-name ${styles.title}`}
+      titleId={`source-${source.name}-title`}
+      badge={
         <span className={`status ${flagged ? "status--warn" : "status--ok"}`}>
           <span aria-hidden="true">{flagged ? "⚠ " : "✓ "}</span>
           {checks.label}
         </span>
-        <div className="source-card__actions">
+      }
+      actions={
+        <>
           {canEdit && !editing && (
             <button
               type="button"
@@ -59,8 +66,9 @@ export function SourceCard({
             </button>
           )}
           {canExtend && <ExtendLiveKeys source={source} />}
-        </div>
-      </header>
+        </>
+      }
+    >
       <p className="form__status" aria-live="polite">
         {saved}
       </p>
@@ -70,11 +78,11 @@ export function SourceCard({
         <SourceFacts source={source} preset={presets?.find((p) => p.name === source.preset)} />
       )}
       <ReplayTarget source={source} canEdit={canEdit} />
-      <h4 className="source-card__subtitle">Checks</h4>
-      <ul className="checks">
+      <h4 className="subtitle">Checks</h4>
+      <ul className={styles.checks}>
         {source.invariants.map((i) => (
-          <li key={i.id} className={`checks__item checks__item--${i.ok ? "ok" : "warn"}`}>
-            <span className="checks__mark" role="img" aria-label={i.ok ? "ok" : "warning"}>
+          <li key={i.id} className={`${styles.check} ${i.ok ? styles.checkOk : styles.checkWarn}`} data-check={i.ok ? "ok" : "warn"}>
+            <span className={styles.checkMark} role="img" aria-label={i.ok ? "ok" : "warning"}>
               {i.ok ? "✓" : "⚠"}
             </span>
             <span>
@@ -83,7 +91,7 @@ export function SourceCard({
           </li>
         ))}
       </ul>
-    </article>
+    </Panel>
   );
 }
 
@@ -91,7 +99,7 @@ export function SourceCard({
 function SourceFacts({ source, preset }: { source: SourceItem; preset: PresetItem | undefined }) {
   const projection = describeProjection(source.projection, source.ttlSeconds);
   return (
-    <dl className="detail-list source-card__facts">
+    <dl className="detail-list">
       <div>
         <dt>Key TTL</dt>
         <dd>
@@ -107,7 +115,7 @@ function SourceFacts({ source, preset }: { source: SourceItem; preset: PresetIte
           {!source.preset ? (
             <span className="muted">Custom parts</span>
           ) : preset ? (
-            <details className="preset-cite">
+            <details className={styles.presetCite}>
               <summary title={`${preset.label}. Source: ${preset.source}`}>
                 <code>{preset.name}</code> {preset.label}
               </summary>

@@ -1,8 +1,9 @@
 "use client";
 
-import { useId, useState, type FormEvent, type ReactNode } from "react";
+import { useId, useState, type ChangeEvent, type FormEvent, type ReactNode } from "react";
 import { ApiError } from "@/components/api";
 import { ErrorBox } from "@/components/ui/ErrorBox";
+import { describedBy, Field, TextField } from "@/components/ui/TextField";
 import { useHydrated } from "@/components/ui/useHydrated";
 import { formatDuration } from "@/lib/sources/duration";
 import {
@@ -18,6 +19,7 @@ import {
   type SourceFormState,
 } from "./prepare";
 import type { PresetItem } from "./queries";
+import styles from "./sources.module.css";
 
 type Checked<T> = { ok: true; body: T } | { ok: false; errors: FieldErrors };
 
@@ -83,53 +85,55 @@ export function SourceForm<Body>({
   };
 
   const fid = (field: string) => `${id}-${field}`;
-  const describedBy = (field: FormField, hint = true) =>
-    [hint ? `${fid(field)}-hint` : "", errors[field] ? `${fid(field)}-error` : ""].filter(Boolean).join(" ") || undefined;
-  const fieldError = (field: FormField) =>
-    errors[field] && (
-      <p className="inline-error" id={`${fid(field)}-error`} role="alert">
-        {errors[field]}
-      </p>
-    );
+  /** The props every text field of this form shares: id, value, change, and its refusal. */
+  const textProps = (field: keyof SourceFormState & FormField) => ({
+    id: fid(field),
+    name: field,
+    value: state[field],
+    onChange: (e: ChangeEvent<HTMLInputElement>) => set(field, e.target.value),
+    error: errors[field],
+    autoComplete: "off",
+    autoCapitalize: "none",
+    spellCheck: false,
+  });
 
   const parts = formParts(state);
   return (
-    <form className="form source-form" method="post" onSubmit={submit} noValidate>
+    <form className="form" method="post" onSubmit={submit} noValidate>
       {serverError != null && !hasServerFields && <ErrorBox title={errorTitle} error={serverError} />}
       {errors.form && (
         <p className="inline-error" role="alert">
           {errors.form}
         </p>
       )}
-      <div className="source-form__row">
+      <div className={styles.formRow}>
         {mode === "create" && (
-          <div className="field">
-            <label className="field__label" htmlFor={fid("name")}>
-              Name
-            </label>
-            <input
-              className="input"
-              id={fid("name")}
-              name="name"
-              value={state.name}
-              onChange={(e) => set("name", e.target.value)}
-              autoComplete="off"
-              autoCapitalize="none"
-              spellCheck={false}
-              placeholder="stripe-billing"
-              aria-invalid={errors.name ? true : undefined}
-              aria-describedby={describedBy("name")}
-            />
-            <span className="field__hint" id={`${fid("name")}-hint`}>
-              Lowercase letters, digits, _ and -; the <code>source</code> your services claim with
-            </span>
-            {fieldError("name")}
-          </div>
+          <TextField
+            {...textProps("name")}
+            label="Name"
+            hint={
+              <>
+                Lowercase letters, digits, _ and -; the <code>source</code> your services claim with
+              </>
+            }
+            placeholder="stripe-billing"
+          />
         )}
-        <div className="field">
-          <label className="field__label" htmlFor={fid("preset")}>
-            Preset
-          </label>
+        <Field
+          id={fid("preset")}
+          label="Preset"
+          wideHint
+          error={errors.preset}
+          hint={
+            !presets
+              ? "Loading presets…"
+              : !preset
+                ? "A preset fills the parts with a sender's figures; you can still edit them."
+                : matchesPreset(state, preset)
+                  ? `Assumes ${preset.assumes}.`
+                  : `The parts differ from ${preset.name}: the source is saved as custom.`
+          }
+        >
           <select
             className="input"
             id={fid("preset")}
@@ -140,7 +144,7 @@ export function SourceForm<Body>({
               setClientErrors({});
             }}
             aria-invalid={errors.preset ? true : undefined}
-            aria-describedby={describedBy("preset")}
+            aria-describedby={describedBy({ id: fid("preset"), hint: true, error: errors.preset })}
           >
             <option value="">Custom: type the four parts</option>
             {presets?.map((p) => (
@@ -149,48 +153,25 @@ export function SourceForm<Body>({
               </option>
             ))}
           </select>
-          <span className="field__hint field__hint--wide" id={`${fid("preset")}-hint`}>
-            {!presets
-              ? "Loading presets…"
-              : !preset
-                ? "A preset fills the parts with a sender's figures; you can still edit them."
-                : matchesPreset(state, preset)
-                  ? `Assumes ${preset.assumes}.`
-                  : `The parts differ from ${preset.name}: the source is saved as custom.`}
-          </span>
-          {fieldError("preset")}
-        </div>
+        </Field>
       </div>
 
       <fieldset className="fieldset">
         <legend className="field__label">Key lifetime: TTL = the sum of four parts</legend>
-        <div className="source-form__row">
+        <div className={styles.formRow}>
           {PARTS.map((p) => (
-            <div className="field field--duration" key={p.field}>
-              <label className="field__label" htmlFor={fid(p.field)}>
-                {p.label}
-              </label>
-              <input
-                className="input input--duration"
-                id={fid(p.field)}
-                name={p.field}
-                value={state[p.field]}
-                onChange={(e) => set(p.field, e.target.value)}
-                autoComplete="off"
-                autoCapitalize="none"
-                spellCheck={false}
-                placeholder="1d"
-                aria-invalid={errors[p.field] ? true : undefined}
-                aria-describedby={describedBy(p.field)}
-              />
-              <span className="field__hint" id={`${fid(p.field)}-hint`}>
-                {p.hint}
-              </span>
-              {fieldError(p.field)}
-            </div>
+            <TextField
+              key={p.field}
+              {...textProps(p.field)}
+              label={p.label}
+              hint={p.hint}
+              className="field--duration"
+              inputClassName="input--duration"
+              placeholder="1d"
+            />
           ))}
         </div>
-        <p className="source-form__ttl" aria-live="polite">
+        <p className={styles.ttl} aria-live="polite">
           TTL:{" "}
           {parts ? (
             <span className="mono">{ttlEquation(parts)}</span>
@@ -198,32 +179,30 @@ export function SourceForm<Body>({
             <span className="muted">type the four parts as durations, e.g. 3d, 1d12h, 5m</span>
           )}
         </p>
-        {fieldError("ttl")}
+        {errors.ttl && (
+          <p className="inline-error" role="alert">
+            {errors.ttl}
+          </p>
+        )}
       </fieldset>
 
-      <div className="field">
-        <label className="field__label" htmlFor={fid("deadLetterRetention")}>
-          Dead-letter retention <span className="muted">(optional)</span>
-        </label>
-        <input
-          className="input input--duration"
-          id={fid("deadLetterRetention")}
-          name="deadLetterRetention"
-          value={state.deadLetterRetention}
-          onChange={(e) => set("deadLetterRetention", e.target.value)}
-          autoComplete="off"
-          autoCapitalize="none"
-          spellCheck={false}
-          placeholder="none"
-          aria-invalid={errors.deadLetterRetention ? true : undefined}
-          aria-describedby={describedBy("deadLetterRetention")}
-        />
-        <span className="field__hint field__hint--wide" id={`${fid("deadLetterRetention")}-hint`}>
-          How long this sender&apos;s dead letters are kept; empty for none. Checked against the TTL
-          {parts && <> (up to {formatDuration(safeDeadLetterRetention(parts))} is safe with these parts)</>}.
-        </span>
-        {fieldError("deadLetterRetention")}
-      </div>
+      <TextField
+        {...textProps("deadLetterRetention")}
+        label={
+          <>
+            Dead-letter retention <span className="muted">(optional)</span>
+          </>
+        }
+        hint={
+          <>
+            How long this sender&apos;s dead letters are kept; empty for none. Checked against the TTL
+            {parts && <> (up to {formatDuration(safeDeadLetterRetention(parts))} is safe with these parts)</>}.
+          </>
+        }
+        wideHint
+        inputClassName="input--duration"
+        placeholder="none"
+      />
 
       {children}
       <div className="form__actions">

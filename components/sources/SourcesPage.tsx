@@ -5,6 +5,7 @@ import { useCan } from "@/components/auth/SessionProvider";
 import { CommandBlock } from "@/components/ui/CommandBlock";
 import { ErrorBox } from "@/components/ui/ErrorBox";
 import { PageHeader } from "@/components/ui/PageHeader";
+import { Panel } from "@/components/ui/Panel";
 import { CreateSourceForm } from "./CreateSourceForm";
 import { PresetsPanel } from "./PresetsPanel";
 import { presetsQuery } from "./queries";
@@ -28,11 +29,10 @@ export function SourcesPage() {
       ) : (
         presets.isError && <ErrorBox title="The presets could not be loaded" error={presets.error} />
       )}
-      <section className="panel">
-        <h2 className="section-title section-title--flush">In a terminal</h2>
+      <Panel title="In a terminal">
         <CommandBlock command="npx keyward source create stripe-billing --preset stripe --dead-letter-retention 2d" />
         <CommandBlock command="npx keyward source presets" />
-      </section>
+      </Panel>
     </>
   );
 }

@@ -4,8 +4,10 @@
  * typed as "3d", "1d12h", parsed here, each refusal tied to its field). No React; unit-tested in
  * test/sources/prepare.test.ts.
  */
+import { formatBytes, formatCount } from "@/components/ui/format";
 import type { Invariant } from "@/lib/retention/invariants";
 import type { SourceParts } from "@/lib/retention/presets";
+import type { SourceReport } from "@/lib/sources/sources";
 import { sourceName } from "@/lib/claims/schema";
 import { formatDuration, parseDuration } from "@/lib/sources/duration";
 import { MAX_TTL_SECONDS } from "@/lib/sources/schema";
@@ -68,26 +70,8 @@ export function sourcesSummary(sources: readonly { invariants: readonly Invarian
 // ---------------------------------------------------------------------------------------------------
 // Projection
 
-export type Projection = {
-  claimRate: number;
-  keys: number;
-  bytesPerKey: number;
-  bytesPerKeyMeasured: boolean;
-  bytes: number;
-};
-
-const BYTE_UNITS = ["B", "kB", "MB", "GB", "TB"];
-
-/** 1234567 → "1.2 MB" (decimal units, as disk sizes are usually quoted). */
-export function formatBytes(bytes: number): string {
-  let n = Math.max(0, bytes);
-  let i = 0;
-  while (n >= 1000 && i < BYTE_UNITS.length - 1) {
-    n /= 1000;
-    i++;
-  }
-  return `${i === 0 ? Math.round(n) : n.toFixed(n >= 100 ? 0 : 1)} ${BYTE_UNITS[i]}`;
-}
+/** The steady-state projection the server sends with each source. */
+export type Projection = SourceReport["projection"];
 
 /** Claims per second in words that stay readable at low rates: "0.0028/s (10/h)". */
 export function formatClaimRate(perSecond: number): string {
@@ -102,9 +86,8 @@ export function formatClaimRate(perSecond: number): string {
  * TTL × bytes per key), saying whether bytes per key were measured on this database or assumed.
  */
 export function describeProjection(p: Projection, ttlSeconds: number): { result: string; formula: string; basis: string } {
-  const keys = new Intl.NumberFormat("en-US").format(p.keys);
   return {
-    result: `≈ ${keys} key${p.keys === 1 ? "" : "s"}, ${formatBytes(p.bytes)}`,
+    result: `≈ ${formatCount(p.keys)} key${p.keys === 1 ? "" : "s"}, ${formatBytes(p.bytes)}`,
     formula: `${formatClaimRate(p.claimRate)} × ${formatDuration(ttlSeconds)} × ${p.bytesPerKey} B/key`,
     basis: p.bytesPerKeyMeasured
       ? "bytes per key measured on this database"

@@ -1,32 +1,16 @@
 /** Client side of sources (app/api/v1/sources, app/api/v1/presets): query keys, the queries, and the changes. */
 import { queryOptions } from "@tanstack/react-query";
-import { api, retryUnlessClientError } from "@/components/api";
-import type { Invariant } from "@/lib/retention/invariants";
-import type { Preset, SourceParts } from "@/lib/retention/presets";
-import type { CreateSourceBody, Projection, UpdateSourceBody } from "./prepare";
+import { api, retryUnlessClientError, type AsJson } from "@/components/api";
+import type { Preset } from "@/lib/retention/presets";
+import type { SourceInfo } from "@/lib/sources/schema";
+import type { SourceReport } from "@/lib/sources/sources";
+import type { CreateSourceBody, UpdateSourceBody } from "./prepare";
 
-/** A source's settings as create and update answer (lib/sources/schema.ts SourceInfo, dates as ISO text). */
-export type SourceSettings = SourceParts & {
-  name: string;
-  ttlSeconds: number;
-  preset: string | null;
-  deadLetterRetentionSeconds: number | null;
-  /** Where replays of its dead letters are POSTed (http/https URL), or null. */
-  replayDestination: string | null;
-  /** When the replay signing secret was last generated; the secret itself is shown once, never listed. */
-  signingSecretSetAt: string | null;
-  /** Until when the secret before the last rotation also signs replays (null: none). */
-  signingSecretGraceUntil: string | null;
-  createdAt: string;
-  updatedAt: string;
-};
+/** A source's settings as create and update answer them. */
+export type SourceSettings = AsJson<SourceInfo>;
 
-/** A source as GET /api/v1/sources sends it (lib/sources/sources.ts SourceReport). */
-export type SourceItem = SourceSettings & {
-  auditRetentionSeconds: number;
-  invariants: Invariant[];
-  projection: Projection;
-};
+/** A source as GET /api/v1/sources sends it: its settings, invariant checks and projected size. */
+export type SourceItem = AsJson<SourceReport>;
 
 /** A preset as GET /api/v1/presets sends it (lib/retention/presets.ts, with its TTL). */
 export type PresetItem = Preset & { ttlSeconds: number };

@@ -4,6 +4,7 @@ import Link from "next/link";
 import { usePathname } from "next/navigation";
 import { useSession } from "@/components/auth/SessionProvider";
 import { hasCapability, type Capability } from "@/lib/auth/roles";
+import styles from "./ConsoleNav.module.css";
 
 /** The screens, and the capability each needs (the page refuses by the same rule; this only hides the link). */
 const ITEMS: { href: string; label: string; needs?: Capability }[] = [
@@ -25,14 +26,14 @@ export function ConsoleNav() {
   const pathname = usePathname() ?? "/";
   const { capabilities } = useSession();
   return (
-    <nav className="nav" aria-label="Console">
+    <nav className={styles.nav} aria-label="Console">
       {ITEMS.filter((item) => !item.needs || hasCapability(capabilities, item.needs)).map((item) => {
         const active = isActive(pathname, item.href);
         return (
           <Link
             key={item.href}
             href={item.href}
-            className={active ? "nav__link nav__link--active" : "nav__link"}
+            className={active ? `${styles.link} ${styles.active}` : styles.link}
             aria-current={active ? "page" : undefined}
           >
             {item.label}

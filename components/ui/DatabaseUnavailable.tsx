@@ -1,6 +1,7 @@
 "use client";
 
 import { useCallback, useEffect, useState } from "react";
+import styles from "@/components/auth/auth.module.css";
 
 const CHECK_EVERY_MS = 5_000;
 
@@ -34,7 +35,7 @@ export function DatabaseUnavailable() {
 
   return (
     <section aria-labelledby="db-unreachable-title" role="alert">
-      <h1 className="auth-card__title" id="db-unreachable-title">
+      <h1 className={styles.title} id="db-unreachable-title">
         Database unreachable
       </h1>
       <p>

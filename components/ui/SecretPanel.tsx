@@ -4,17 +4,24 @@ import { useId, type ReactNode } from "react";
 import { CopyButton } from "./CopyButton";
 
 /**
- * A secret the server returns exactly once (a new API key, a generated password): shown with a copy
- * button and a plain warning, until dismissed. It lives only in this component's props; a reload loses it.
+ * A secret the server returns exactly once (a new API key, a generated password, a signing secret):
+ * shown with a copy button and a plain warning, until dismissed. It lives only in this component's props;
+ * a reload loses it.
  */
 export function SecretPanel({
   title,
   secret,
+  stored,
   children,
   onDismiss,
 }: {
   title: string;
   secret: string;
+  /**
+   * How the server keeps it: API keys and passwords only as a hash; a signing secret encrypted, since
+   * replays need it in clear to sign (lib/sources/signing-secret.ts).
+   */
+  stored: "hash" | "encrypted";
   /** What the secret is for and where it goes. */
   children?: ReactNode;
   onDismiss: () => void;
@@ -26,8 +33,10 @@ export function SecretPanel({
         {title}
       </h2>
       <p className="secret__warning">
-        <strong>Shown once.</strong> Copy it now and store it somewhere safe: Keyward keeps only a hash and cannot show
-        it again.
+        <strong>Shown once.</strong> Copy it now and store it somewhere safe:{" "}
+        {stored === "hash"
+          ? "Keyward keeps only a hash and cannot show it again."
+          : "Keyward stores it encrypted to sign replays, and never shows it again."}
       </p>
       <div className="command">
         <pre className="command__text secret__value">

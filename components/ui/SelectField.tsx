@@ -1,3 +1,5 @@
+import { Field } from "./TextField";
+
 /**
  * A labelled <select> of plain string options for the console's filter forms, uncontrolled (read from
  * the form on submit), with a first "any" option whose value is empty.
@@ -18,10 +20,7 @@ export function SelectField({
   defaultValue: string | undefined;
 }) {
   return (
-    <div className="field">
-      <label className="field__label" htmlFor={id}>
-        {label}
-      </label>
+    <Field id={id} label={label}>
       <select className="input" id={id} name={name} defaultValue={defaultValue ?? ""}>
         <option value="">{emptyLabel}</option>
         {options.map((o) => (
@@ -30,6 +29,6 @@ export function SelectField({
           </option>
         ))}
       </select>
-    </div>
+    </Field>
   );
 }

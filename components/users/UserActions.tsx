@@ -3,9 +3,8 @@
 import { useMutation, useQueryClient } from "@tanstack/react-query";
 import { useState } from "react";
 import { ConfirmAction } from "@/components/ui/ConfirmAction";
-import type { Role } from "@/lib/auth/roles";
+import { ROLES, type Role } from "@/lib/auth/roles";
 import { resetPassword, updateUser, userKeys, type ConsoleUser } from "./queries";
-import { ROLES } from "./roles";
 import type { ShowPassword } from "./UsersPage";
 
 /** One user's row actions: change role and reset password (local accounts), disable or enable. */

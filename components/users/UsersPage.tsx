@@ -19,7 +19,7 @@ export function UsersPage() {
         description="Who may sign in to the console, and what their role lets them do. Changing a user's role, disabling them or resetting their password ends their sessions at once."
       />
       {shown && (
-        <SecretPanel title={`Password for ${shown.username}`} secret={shown.password} onDismiss={() => setShown(null)}>
+        <SecretPanel title={`Password for ${shown.username}`} secret={shown.password} stored="hash" onDismiss={() => setShown(null)}>
           <p>Give it to {shown.username} over a private channel; they sign in with it at /sign-in.</p>
         </SecretPanel>
       )}

@@ -1,20 +1,11 @@
 /** Client side of console users (app/api/v1/users): query keys, the list query, and the changes. */
 import { queryOptions } from "@tanstack/react-query";
-import { api, retryUnlessClientError } from "@/components/api";
+import { api, retryUnlessClientError, type AsJson } from "@/components/api";
 import type { Role } from "@/lib/auth/roles";
+import type { UserInfo } from "@/lib/auth/users";
 
-/** A user as GET /api/v1/users sends it (lib/auth/users.ts UserInfo, dates as ISO text). */
-export type ConsoleUser = {
-  id: string;
-  username: string;
-  name: string;
-  /** "none": an SSO identity whose groups map to no role; it can see nothing. */
-  role: Role | "none";
-  disabled: boolean;
-  sso: boolean;
-  createdAt: string;
-  lastSeenAt: string | null;
-};
+/** A user as GET /api/v1/users sends it. Role "none": an SSO identity whose groups map to no role. */
+export type ConsoleUser = AsJson<UserInfo>;
 
 export const userKeys = {
   all: ["users"] as const,

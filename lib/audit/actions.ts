@@ -5,6 +5,7 @@
  * applies, before/after. Written in the same transaction as the change when there is one, so a change
  * is never without its record and a rolled-back change leaves none.
  */
+import "server-only";
 import { z } from "zod";
 import type { Prisma } from "../db/generated/client";
 import { database, type Db } from "../db/transaction";

@@ -3,6 +3,7 @@
  * it works whether dedup_keys is one table or partitioned) and its audit timeline within the retention,
  * explained by explainEvent (pure). Works for keys pruned long ago: the history outlives them.
  */
+import "server-only";
 import { query, type PreparedSql } from "../db/sql";
 import { explainEvent } from "./explain";
 import { AUDIT_COLUMNS, auditRetentionDays, toAuditRow } from "./search";

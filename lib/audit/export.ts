@@ -9,6 +9,7 @@
  * and so ignores our quotes: a formula (= + - @) at the start of a cell, or after a separator or line
  * break inside it, is prefixed with a single quote (csvCell).
  */
+import "server-only";
 import { stringify } from "csv-stringify/sync";
 import { query } from "../db/sql";
 import { auditPageSql, auditRetentionDays, positionOf, resolveRange, toAuditRow } from "./search";

@@ -5,6 +5,7 @@
  * it only creates the months that are missing (moving any of their rows out of the DEFAULT partition
  * first) and drops whole months (no row-by-row DELETE; the append-only trigger stays intact).
  */
+import "server-only";
 import { query } from "../db/sql";
 import { loadEnv } from "../config/env";
 import type { Job } from "../jobs/registry";

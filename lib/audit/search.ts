@@ -4,6 +4,7 @@
  * someone pages. Every search is bounded in time (see resolveRange), so PostgreSQL reads only the
  * monthly partitions of that range.
  */
+import "server-only";
 import { loadEnv } from "../config/env";
 import { createHash } from "node:crypto";
 import { query, type PreparedSql, type Queryable } from "../db/sql";

@@ -3,6 +3,7 @@
  * looks the row up by its public id and compares hashes in constant time; a revoked key fails at once
  * (nothing is cached).
  */
+import "server-only";
 import { createHash, randomBytes, timingSafeEqual } from "node:crypto";
 import { KeywardError } from "../errors";
 import { isUniqueViolation } from "../db/errors";

@@ -8,6 +8,7 @@
  * handler (app/api/auth/[...all]). Sign-up is disabled: accounts are created by an admin. The session
  * table keeps only a hash of each session token (session-tokens.ts wraps Better Auth's adapter).
  */
+import "server-only";
 import { randomBytes } from "node:crypto";
 import type { betterAuth as BetterAuth, BetterAuthOptions } from "better-auth";
 import type { getAdapter as GetAdapter } from "better-auth/db/adapter";

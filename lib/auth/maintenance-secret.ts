@@ -4,6 +4,7 @@
  * as `X-Keyward-Maintenance-Secret`; it is compared in constant time (both sides hashed to the same
  * length first, so neither the content nor the length leaks through timing).
  */
+import "server-only";
 import { createHash, timingSafeEqual } from "node:crypto";
 import { loadEnv } from "../config/env";
 import { KeywardError } from "../errors";

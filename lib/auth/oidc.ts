@@ -11,6 +11,7 @@
  * the callback route before it answers), so removing someone upstream takes effect at their next one.
  * Better Auth does not store a mapped profile's extra fields, hence this step of our own.
  */
+import "server-only";
 import type { GenericOAuthConfig } from "better-auth/plugins/generic-oauth";
 import { decodeJwt } from "jose";
 import { prisma } from "../db/client";

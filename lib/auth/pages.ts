@@ -2,6 +2,7 @@
  * Page-side authorization, by the same rule as routes (authorize.ts): server components ask who is
  * signed in and whether they may see a page. The console layout sends anyone not signed in to /sign-in.
  */
+import "server-only";
 import { headers } from "next/headers";
 import { redirect } from "next/navigation";
 import { isUnavailable } from "../db/sql";

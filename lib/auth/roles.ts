@@ -1,10 +1,8 @@
 /**
- * Console roles and what each may do. Roles and API-key scopes resolve to one set of capabilities, which
- * is what routes and pages require (`route(handler, { allow })`, `requirePage(...)`).
- *
- *   viewer    read everything in the console
- *   operator  + actions on keys and dead letters (extend, release, prune now, replay)
- *   admin     + sources, users and API keys
+ * Console roles and API-key scopes, and what each may do. Both resolve to one set of capabilities, which
+ * is what routes and pages require (`route(handler, { allow })`, `requirePage(...)`). ROLE_HELP and
+ * SCOPE_HELP are the one wording of them: the Users and API keys screens show it, and docs/auth.md's
+ * tables repeat it word for word (test/auth/help-texts.test.ts holds them together). Client-safe.
  */
 import { z } from "zod";
 import { hasScope, type Scope } from "./schema";
@@ -34,5 +32,22 @@ export function hasCapability(granted: readonly string[], required: Capability):
   if (required === "admin") return granted.includes("admin");
   return hasScope(granted, required);
 }
+
+/** What each role may do, in the words the console and docs/auth.md use. */
+export const ROLE_HELP: Record<Role, string> = {
+  viewer: "read everything in the console: overview, sources, audit, dead letters and replays",
+  operator: "what a viewer may, plus act on keys and dead letters (extend, release, prune now, replay) and read the action log",
+  admin: "what an operator may, plus manage sources, users and API keys",
+};
+
+/** What each API-key scope lets a service do, in the words the console and docs/auth.md use. */
+export const SCOPE_HELP: Record<Scope, string> = {
+  "claims:write": "claim, complete and release events: the scope of a service that receives webhooks",
+  "claims:read": "read the state of one key",
+  "deadletters:write": "submit dead letters (POST /api/v1/dead-letters) from a queue's dead-letter handler; replaying them needs operator",
+  read: "read everything the console shows (overview, sources, audit, dead letters and replays)",
+  operator: "what read may, plus operator actions (extend, release, prune now, replay) and the action log",
+  metrics: "scrape GET /metrics (Prometheus) and nothing else",
+};
 
 export const ROLE_RANK: Record<Role, number> = { viewer: 0, operator: 1, admin: 2 };

@@ -10,6 +10,7 @@
  * cookie Better Auth signs is still the real token. A row found by something else (all sessions of a
  * user) comes back with the hash, which works as no cookie: it fails closed.
  */
+import "server-only";
 import { createHash } from "node:crypto";
 import type { DBAdapter, DBTransactionAdapter, Where } from "better-auth";
 

@@ -2,6 +2,7 @@
  * Console sessions: the signed-in person behind a request's session cookie, for routes (route.ts) and
  * pages (pages.ts) alike. A disabled account, or an SSO identity that maps to no role, is no one.
  */
+import "server-only";
 import { getAuth, SESSION_COOKIE_PREFIX } from "./auth";
 import type { UserPrincipal } from "./principal";
 import { ROLES, roleCapabilities, type Role } from "./roles";

@@ -4,6 +4,7 @@
  * not, is recorded in the operator action log with the reason (server-side only: the caller learns just
  * "invalid username or password").
  */
+import "server-only";
 import { z } from "zod";
 import { KeywardError } from "../errors";
 import { prisma } from "../db/client";

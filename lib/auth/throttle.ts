@@ -11,6 +11,7 @@
  * not a failure). Locking a username is also a way for an attacker to keep its owner out for a while:
  * that is the accepted price of stopping password guessing.
  */
+import "server-only";
 import { query, type PreparedSql } from "../db/sql";
 
 export const THROTTLE = {

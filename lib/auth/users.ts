@@ -4,6 +4,7 @@
  * first sign-in. Each change is recorded in the operator action log in the same transaction.
  * Disabling a user or changing their role ends their sessions at once.
  */
+import "server-only";
 import { randomBytes } from "node:crypto";
 import { z } from "zod";
 import { KeywardError } from "../errors";

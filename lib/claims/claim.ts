@@ -17,6 +17,7 @@
  * cost as much as running it; Prisma cannot express ON CONFLICT … DO UPDATE with a merge function).
  * The functions take requests already parsed by the schemas in schema.ts (the route and the CLI parse).
  */
+import "server-only";
 import { KeywardError } from "../errors";
 import { query, type PreparedSql, type Queryable } from "../db/sql";
 import { classifyClaims, dedupeBatch, type ClaimRow } from "./classify";

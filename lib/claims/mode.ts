@@ -8,6 +8,7 @@
  * once (claim.ts). The cache is process-wide (lib/process-global.ts): Next's route bundles and the server's own modules are
  * separate module instances.
  */
+import "server-only";
 import { query, type Queryable } from "../db/sql";
 import { processGlobal } from "../process-global";
 

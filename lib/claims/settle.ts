@@ -4,6 +4,7 @@
  * writes, and appends the audit row together; the locked "before" row explains a refusal.
  * Raw SQL: each is one CTE (lock, decide, write, audit) on the claim path, one round trip.
  */
+import "server-only";
 import { KeywardError } from "../errors";
 import { query } from "../db/sql";
 import type { ClaimStatus, ParsedCompleteRequest, ParsedReleaseRequest, SettleResult } from "./schema";

@@ -1,4 +1,5 @@
 /** The state of one dedup key now, by the database clock: alive (with time left), expired, or unknown. */
+import "server-only";
 import { query, type Queryable } from "../db/sql";
 import type { ClaimKey, ClaimStatus, KeyState } from "./schema";
 

@@ -5,6 +5,7 @@
  * shared with `keyward start`), parses its input with the same zod schemas as the API routes, prints to
  * stdout, reports errors on stderr and exits non-zero on failure.
  */
+import "server-only";
 import { Command } from "commander";
 import { KeywardError } from "../errors";
 import { registerApiKey } from "./commands/apikey";

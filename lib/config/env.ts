@@ -2,6 +2,7 @@
  * The one configuration loader. Every setting comes from the environment, is validated once with zod,
  * and fails start-up with a message naming the variable.
  */
+import "server-only";
 import path from "node:path";
 import { z } from "zod";
 

@@ -2,6 +2,7 @@
  * The one database client: a pg pool shared by Prisma (through @prisma/adapter-pg) and by the typed
  * raw-SQL helper in sql.ts. Process-wide (lib/process-global.ts), so Next's dev reloads and tests reuse one pool.
  */
+import "server-only";
 import pg from "pg";
 import { PrismaPg } from "@prisma/adapter-pg";
 import { PrismaClient } from "./generated/client";

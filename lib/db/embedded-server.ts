@@ -20,6 +20,7 @@
  * - Start-up parameters (statement_timeout, application_name, …) are accepted and have no effect: the
  *   session was started once, with PGlite's own settings.
  */
+import "server-only";
 import net from "node:net";
 import type { PGlite } from "@electric-sql/pglite";
 

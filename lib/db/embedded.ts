@@ -7,6 +7,7 @@
  * the files: the CLI works whether or not the server is running, and everything speaks the same
  * PostgreSQL wire protocol (one code path for the app).
  */
+import "server-only";
 import { link, mkdir, readFile, rm, writeFile } from "node:fs/promises";
 import net from "node:net";
 import path from "node:path";

@@ -14,6 +14,7 @@
  *   `lost` signal fires, and the job must stop at its next safe point.
  * - Releasing deletes the row if it is still this holder's.
  */
+import "server-only";
 import { randomUUID } from "node:crypto";
 import os from "node:os";
 import { query, type Queryable } from "./sql";

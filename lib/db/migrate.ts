@@ -4,6 +4,7 @@
  * Prisma's schema engine compiled to WebAssembly over the pg driver adapter. The native engine that
  * `prisma migrate` downloads is not needed, so this works offline and inside the embedded database.
  */
+import "server-only";
 import { createHash } from "node:crypto";
 import { readFile, readdir } from "node:fs/promises";
 import { createRequire } from "node:module";

@@ -1,4 +1,5 @@
 /** Chooses the database: DATABASE_URL if set, otherwise the embedded one under KEYWARD_DATA_DIR. */
+import "server-only";
 import { ConfigError, dataDir, loadEnv } from "../config/env";
 import { openEmbedded, type DatabaseHandle } from "./embedded";
 import { forgetNamedStatementsSetting } from "./sql";

@@ -18,6 +18,7 @@
  *   idle session (or by the very session this check runs on: Keyward holds no session lock of its own)
  *   is reported as a warning naming KEYWARD_MIGRATE_DATABASE_URL.
  */
+import "server-only";
 import { readdir } from "node:fs/promises";
 import { loadEnv } from "../config/env";
 import { pool } from "./client";

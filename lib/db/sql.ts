@@ -4,6 +4,7 @@
  * lost a deadlock or serialization race (each statement here is atomic, so a retry is safe), and turns
  * "the database is unreachable or too slow" into a 503 KeywardError.
  */
+import "server-only";
 import type pg from "pg";
 import { loadEnv } from "../config/env";
 import { KeywardError } from "../errors";

@@ -8,6 +8,7 @@
  * `200.0`, whitespace and key order survive); for `payloadBase64`, the decoded bytes. Those bytes are
  * what a replay sends and signs.
  */
+import "server-only";
 import { randomUUID } from "node:crypto";
 import { KeywardError } from "../errors";
 import { database, type Db } from "../db/transaction";

@@ -4,6 +4,7 @@
  * one letter with its payload. Each letter carries its dedup key's state, looked up by (source, event_id)
  * only, which works whether dedup_keys is one table or partitioned.
  */
+import "server-only";
 import { KeywardError } from "../errors";
 import { database, type Db } from "../db/transaction";
 import { pageOf } from "../pagination";

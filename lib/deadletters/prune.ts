@@ -8,6 +8,7 @@
  * through the partial index on settled_at, each batch one statement; it stops at a short batch or after
  * `maxBatches`. Replay results (replay_items) keep their rows: they do not reference the letter.
  */
+import "server-only";
 import { loadEnv } from "../config/env";
 import { execute } from "../db/sql";
 

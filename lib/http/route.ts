@@ -16,6 +16,7 @@
  * Order: authenticate → same-origin → authorize → `guard` → params → query → headers → body → handler, so
  * a caller who may not call a route learns nothing from its validation.
  */
+import "server-only";
 import { createHash, timingSafeEqual } from "node:crypto";
 import type { z } from "zod";
 import { KeywardError } from "../errors";

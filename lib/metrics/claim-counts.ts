@@ -5,6 +5,7 @@
  * process that crashes between flushes are lost: these are metrics, not the source of truth. Claims
  * made on a caller's own connection (`{ on }`) are not counted, since the caller may roll them back.
  */
+import "server-only";
 import { query } from "../db/sql";
 import { processGlobal } from "../process-global";
 import type { ClaimOutcome } from "../claims/schema";

@@ -5,6 +5,7 @@
  *
  * Cost: two range reads, on the metric_samples primary key and the prune_runs started_at index.
  */
+import "server-only";
 import { query, type Queryable } from "../db/sql";
 import type { MetricsQuery, MetricsResponse, MetricSample, PruneRunPoint } from "./schema";
 import { stepFor } from "./step";

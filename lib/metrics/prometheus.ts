@@ -10,6 +10,7 @@
  * Counters and the histogram are per process (they restart at 0, as Prometheus expects of counters);
  * scrape every instance. Inlet lag (RabbitMQ, issue 16 §1) is not exposed yet.
  */
+import "server-only";
 import { Counter, Gauge, Histogram, Registry } from "prom-client";
 import { query } from "../db/sql";
 import { processGlobal } from "../process-global";

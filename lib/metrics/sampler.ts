@@ -18,6 +18,7 @@
  * - claims and duplicates: claim_counts buckets through its (bucket, source) primary key;
  * - retention: samples older than 30 days, at most PRUNE_BATCH rows per run.
  */
+import "server-only";
 import type pg from "pg";
 import { loadEnv } from "../config/env";
 import { pool } from "../db/client";

@@ -15,6 +15,7 @@
  *
  * Rows come from `sources`: keys or counts of a source that no longer exists are not shown.
  */
+import "server-only";
 import { query, type Queryable } from "../db/sql";
 import { getLatestSample } from "../metrics/history";
 import type { ClaimCounts, KeyCounts, Overview, SourceOverview } from "./schema";

@@ -18,6 +18,7 @@
  * Only the first RESPONSE_BODY_CAP bytes of a response are read (for the error text); the rest is
  * discarded, so a destination answering megabytes costs nothing.
  */
+import "server-only";
 import { createHash, createHmac } from "node:crypto";
 
 export const USER_AGENT = "Keyward-Replay/1.0 (webhook re-drive)";

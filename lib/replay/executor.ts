@@ -22,6 +22,7 @@
  * How it bounds its work: batches of at most BATCH_MAX items; a stop (server shutdown) aborts deliveries in
  * flight, puts their items back to pending and gives the replay's lease back.
  */
+import "server-only";
 import os from "node:os";
 import { randomBytes } from "node:crypto";
 import { loadEnv } from "../config/env";

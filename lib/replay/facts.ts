@@ -5,6 +5,7 @@
  * Raw SQL: a hot statement, prepared once per connection (the executor runs it before every send, see
  * docs/benchmarks.md), with LATERAL lookups Prisma cannot express.
  */
+import "server-only";
 import { query, type PreparedSql, type Queryable } from "../db/sql";
 import { DECIDING_KINDS, type AuditFact, type KeyFact } from "./classify";
 

@@ -5,6 +5,7 @@
  * preflight's alive and expiring items to last the replay window plus the send margin (never shortens,
  * never resurrects an expired key), records the action with counts, and re-classifies.
  */
+import "server-only";
 import { KeywardError } from "../errors";
 import { database, withTransaction, type Db } from "../db/transaction";
 import { recordAction } from "../audit/actions";

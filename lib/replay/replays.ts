@@ -5,6 +5,7 @@
  * pausing, resuming and cancelling them. The executor (executor.ts) does the deliveries. Every state
  * change is recorded in the operator action log in the same transaction.
  */
+import "server-only";
 import { createHash } from "node:crypto";
 import { KeywardError } from "../errors";
 import { database, withTransaction, type Db } from "../db/transaction";

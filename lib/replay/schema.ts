@@ -71,13 +71,15 @@ export const MAX_RATE_PER_SECOND = 500;
 export const DEFAULT_RATE_PER_SECOND = 50;
 export const MAX_CONCURRENCY = 32;
 export const DEFAULT_CONCURRENCY = 4;
+/** A forced replay (one that includes expired_processed) says why in at least this many characters. */
+export const MIN_FORCE_REASON = 10;
 /** Attempts per item before it is `failed`. */
 export const MAX_ATTEMPTS = 5;
 
 export const startReplayRequest = z.strictObject({
   preflightId: uuid,
   include: z.array(category).min(1, "must name at least one category"),
-  force: z.strictObject({ reason: storableText().trim().min(10, "must be at least 10 characters: say why").max(1000) }).optional(),
+  force: z.strictObject({ reason: storableText().trim().min(MIN_FORCE_REASON, `must be at least ${MIN_FORCE_REASON} characters: say why`).max(1000) }).optional(),
   ratePerSecond: z.number().int().min(1).max(MAX_RATE_PER_SECOND).default(DEFAULT_RATE_PER_SECOND),
   concurrency: z.number().int().min(1).max(MAX_CONCURRENCY).default(DEFAULT_CONCURRENCY),
 });

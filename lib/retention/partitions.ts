@@ -14,6 +14,7 @@
  * The SQL lives in prisma/migrations/20261203000000_partition_mode; docs/architecture.md explains how
  * (source, event_id) stays unique without a unique index.
  */
+import "server-only";
 import { recordAction } from "../audit/actions";
 import type { Principal } from "../auth/principal";
 import { KeywardError } from "../errors";

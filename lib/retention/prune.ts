@@ -25,6 +25,7 @@
  * state is involved: it holds behind a transaction-mode pooler and on the embedded database. Every run
  * that takes the lease is one row of `prune_runs` (kept 30 days).
  */
+import "server-only";
 import type pg from "pg";
 import { loadEnv } from "../config/env";
 import { recordAction } from "../audit/actions";

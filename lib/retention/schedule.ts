@@ -7,6 +7,7 @@
  * it never stops the server. After each run, settled dead letters past their retention are pruned too
  * (lib/deadletters/prune.ts, bounded). Stopping the registry ends a run in progress after its batch.
  */
+import "server-only";
 import os from "node:os";
 import { loadEnv } from "../config/env";
 import type { Job } from "../jobs/registry";

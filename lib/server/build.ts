@@ -2,6 +2,7 @@
  * "Build if needed" for `keyward start`: regenerates the Prisma client when it is missing and runs
  * `next build` when there is no build or a source file is newer than it.
  */
+import "server-only";
 import { spawnSync } from "node:child_process";
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import path from "node:path";

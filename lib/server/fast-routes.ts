@@ -9,6 +9,7 @@
  * goes to Next, which serves these same modules too; malformed paths and trailing slashes are answered
  * before either (api-edge.ts).
  */
+import "server-only";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { Readable } from "node:stream";
 import { claimBatchHandler as claimBatch, claimHandler as claim, completeHandler as complete, keyStateHandler as keyState, releaseHandler as release } from "../claims/http";

@@ -4,6 +4,7 @@
  * then serve the console and API with Next in this process (the claim endpoints through the fast path in
  * fast-routes.ts, everything else through Next).
  */
+import "server-only";
 import http from "node:http";
 import { randomBytes } from "node:crypto";
 import next from "next";

@@ -16,10 +16,14 @@ export function parseDuration(text: string): number {
   return total;
 }
 
-/** The shortest exact rendering: 605100 → "7d5m". 0 → "0s". */
+/**
+ * The one way Keyward writes a duration (CLI, server messages and every console screen): the shortest
+ * exact rendering, which parseDuration reads back. 605100 → "7d5m"; 0 → "0s". Fractions of a second are
+ * dropped and a negative span reads "0s".
+ */
 export function formatDuration(seconds: number): string {
-  if (seconds === 0) return "0s";
-  let rest = seconds;
+  let rest = Math.floor(seconds);
+  if (!(rest > 0)) return "0s";
   let out = "";
   for (const [unit, size] of [["d", 86400], ["h", 3600], ["m", 60], ["s", 1]] as const) {
     const n = Math.floor(rest / size);

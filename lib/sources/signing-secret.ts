@@ -16,6 +16,7 @@
  * receiver can switch to the new secret at any moment of it; after it, only the new one signs. A second
  * rotation within a grace period replaces the previous secret with the one it rotates out.
  */
+import "server-only";
 import { createCipheriv, createDecipheriv, hkdfSync, randomBytes } from "node:crypto";
 import { z } from "zod";
 import { KeywardError } from "../errors";

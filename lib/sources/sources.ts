@@ -3,6 +3,7 @@
  * extension of live keys to the current TTL (never shortened). A source's TTL is always the sum of its
  * four parts (a CHECK enforces it too). Every change is recorded in the operator action log.
  */
+import "server-only";
 import { KeywardError } from "../errors";
 import { isUniqueViolation } from "../db/errors";
 import { database, withTransaction, type Db } from "../db/transaction";

@@ -49,7 +49,7 @@ afterAll(async () => {
 });
 
 function chart(page: Page, title: string): Locator {
-  return page.locator(`section.chart-card[aria-label="${title}"]`);
+  return page.locator(`section[data-chart="${title}"]`);
 }
 
 /**
@@ -61,7 +61,7 @@ async function hoverUntil(page: Page, card: Locator, text: string): Promise<stri
   await plot.waitFor();
   await card.scrollIntoViewIfNeeded();
   const box = (await plot.boundingBox())!;
-  const tooltip = card.locator(".chart-tooltip");
+  const tooltip = card.getByTestId("chart-tooltip");
   let seen = "";
   for (let x = box.x + box.width - 1; x > box.x + box.width * 0.7; x -= 4) {
     await page.mouse.move(x, box.y + box.height / 2);

@@ -173,7 +173,7 @@ describe("the Replay screen in Chromium", () => {
     expect(await w.getByText("All 6 events were delivered.").count()).toBe(1);
     expect(await w.locator('[data-outcome="delivered"]').innerText()).toBe("6");
     // Where it sent: the source's destination, as the executor read it.
-    expect(await w.locator(".replay-destination").innerText()).toBe(`Sent to ${receiver.url}`);
+    expect(await w.getByTestId("replay-destination").innerText()).toBe(`Sent to ${receiver.url}`);
 
     // The receiver got each included event once: the never-processed ones were processed, the processed
     // ones with live keys answered as duplicates, and the one whose key is gone was never sent.
@@ -248,7 +248,7 @@ describe("the Replay screen in Chromium", () => {
     const rotated = card.getByRole("region", { name: `Signing secret of ${source}` });
     await rotated.getByText(/The previous secret keeps signing replays next to this one until/).waitFor();
     await rotated.getByRole("button", { name: "I have stored it, hide it" }).click();
-    const grace = card.locator(".signing-grace");
+    const grace = card.getByTestId("signing-grace");
     await grace.waitFor();
     expect(await grace.innerText()).toMatch(/^The previous secret also signs replays until .+: switch the destination to the new one before then$/);
     const [{ until }] = await sql<{ until: Date }>("SELECT signing_secret_grace_until AS until FROM sources WHERE name = $1", [source]);

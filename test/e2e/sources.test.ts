@@ -58,10 +58,10 @@ describe("the Sources screen in Chromium", () => {
     await edit.getByLabel("Dead-letter retention", { exact: false }).fill("30d");
     await edit.getByRole("button", { name: "Save changes" }).click();
     await source.getByText("1 warning").waitFor();
-    const warning = source.locator(".checks__item--warn");
+    const warning = source.locator('[data-check="warn"]');
     expect(await warning.innerText()).toMatch(/Dead letters: dead letters are kept 30d/);
     expect(await source.innerText()).toContain("Saved: TTL 7d for new claims");
-    expect(await page.locator(".source-card--flagged", { hasText: name }).count()).toBe(1);
+    expect(await page.locator("article[data-flagged]", { hasText: name }).count()).toBe(1);
 
     const [row] = await sql<Record<string, unknown>>(
       `SELECT preset, retry_window_seconds, queue_lag_seconds, clock_skew_seconds, replay_seconds, ttl_seconds,

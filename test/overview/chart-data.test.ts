@@ -3,8 +3,6 @@ import { describe, expect, it } from "vitest";
 import {
   byteTicks,
   formatAxisTime,
-  formatBytes,
-  formatCompact,
   formatPointTime,
   formatRate,
   formatStep,
@@ -18,6 +16,7 @@ import {
   timeTicks,
 } from "../../components/overview/chart-data";
 import { aliveFigure, expiredFigure } from "../../components/overview/prepare";
+import { formatBytes, formatCompact } from "../../components/ui/format";
 import type { MetricSample } from "../../lib/metrics/schema";
 import type { Overview } from "../../lib/overview/schema";
 

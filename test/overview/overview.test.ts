@@ -12,7 +12,7 @@ import { takeSample } from "../../lib/metrics/sampler";
 import { getOverview } from "../../lib/overview/overview";
 import { overviewSchema, type Overview, type SourceOverview } from "../../lib/overview/schema";
 import { GET } from "../../app/api/v1/overview/route";
-import { formatDuration, formatPercent } from "../../components/ui/format";
+import { formatPercent } from "../../components/ui/format";
 import { makeSource, sql, uniq } from "../setup/db";
 import { makeApiKey } from "../setup/http";
 
@@ -201,12 +201,6 @@ describe("GET /api/v1/overview", () => {
 });
 
 describe("overview display helpers", () => {
-  it("formats a TTL exactly", () => {
-    expect(formatDuration(605100)).toBe("7d 5m");
-    expect(formatDuration(90061)).toBe("1d 1h 1m 1s");
-    expect(formatDuration(0)).toBe("0s");
-  });
-
   it("formats a share without dividing by zero or rounding a real figure to 0%", () => {
     expect(formatPercent(0, 0)).toBe("—");
     expect(formatPercent(1, 2000)).toBe("<0.1%");

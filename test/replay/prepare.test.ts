@@ -1,12 +1,6 @@
 /** components/replay/prepare.ts: the Replay screen's categories, counts, keys at risk, confirm rule and progress. Pure; no database. */
 import { describe, expect, it } from "vitest";
 import {
-  DEFAULT_CONCURRENCY as API_DEFAULT_CONCURRENCY,
-  DEFAULT_RATE_PER_SECOND,
-  MAX_CONCURRENCY as API_MAX_CONCURRENCY,
-  MAX_RATE_PER_SECOND,
-} from "../../lib/replay/schema";
-import {
   CATEGORY_INFO,
   categoryRows,
   checkConfirm,
@@ -36,10 +30,11 @@ import {
   selectionFromChecked,
   selectionFromFilters,
   type ConfirmState,
-  DEFAULT_CONCURRENCY,
-  DEFAULT_RATE,
-  MAX_CONCURRENCY,
-  MAX_RATE,
+  WIZARD_START,
+  wizardReducer,
+  currentStep,
+  type WizardEvent,
+  type WizardState,
 } from "../../components/replay/prepare";
 import type { DeadLetter } from "../../lib/deadletters/schema";
 import type { Preflight, PreflightCounts, PreflightItem, ReplaySummary } from "../../lib/replay/schema";
@@ -175,7 +170,7 @@ describe("keysAtRisk", () => {
   });
 
   it("describes expiry in minutes and says so under a minute", () => {
-    expect(describeExpiry(NOW + 90 * 60_000, NOW)).toBe("expires in 1h 30m");
+    expect(describeExpiry(NOW + 90 * 60_000, NOW)).toBe("expires in 1h30m");
     expect(describeExpiry(NOW + 10_000, NOW)).toBe("expires in less than a minute");
     expect(describeExpiry(null, NOW)).toBe("expired");
   });
@@ -297,15 +292,6 @@ describe("the confirm step", () => {
     });
   });
 
-  it("the form's limits are the API's", () => {
-    expect([DEFAULT_RATE, MAX_RATE, DEFAULT_CONCURRENCY, MAX_CONCURRENCY]).toEqual([
-      DEFAULT_RATE_PER_SECOND,
-      MAX_RATE_PER_SECOND,
-      API_DEFAULT_CONCURRENCY,
-      API_MAX_CONCURRENCY,
-    ]);
-  });
-
   it("refuses a rate outside 1..500, a concurrency outside 1..32, expiring before extend, and an empty replay", () => {
     const p = preflight({ alive: 1, expiring: 1 });
     expect(checkConfirm(p, state({ rate: "501", typed: "1", include: ["alive"] }))).toMatchObject({
@@ -377,5 +363,42 @@ describe("progress", () => {
     expect(replayHeadline({ ...running, status: "paused" })).toBe("8 of 10 settled (paused).");
     const done = summary({ status: "completed", counts: { pending: 0, delivering: 0, delivered: 8, failed: 1, skipped_unsafe: 1, cancelled: 0 } });
     expect(replayHeadline(done)).toBe("Finished: 8 delivered, 1 failed, 1 skipped as unsafe of 10.");
+  });
+});
+
+describe("the wizard's steps", () => {
+  const run = (events: WizardEvent[], from: WizardState = WIZARD_START) => events.reduce(wizardReducer, from);
+  const expiring = preflight({ alive: 2, expiring: 1 });
+  const safe = preflight({ never_processed: 3 });
+
+  it("goes select → preflight → confirm → run → results when no key expires inside the window", () => {
+    const confirm = run([{ type: "preflighted", preflight: safe }, { type: "next" }]);
+    expect(confirm).toEqual({ step: "confirm", preflight: safe, extended: null });
+    const started = run([{ type: "started", replayId: "r1" }], confirm);
+    expect(started).toEqual({ step: "run", replayId: "r1", finished: false });
+    expect(currentStep(started)).toBe("run");
+    expect(currentStep(run([{ type: "finished" }], started))).toBe("results");
+  });
+
+  it("stops at the extend step when keys expire inside the window; back from confirm returns to it once extended", () => {
+    const atExtend = run([{ type: "preflighted", preflight: expiring }, { type: "next" }]);
+    expect(atExtend.step).toBe("extend");
+    const extendedPreflight = preflight({ alive: 3 }, iso(NOW));
+    const extended = run([{ type: "extended", preflight: extendedPreflight, extended: 3 }], atExtend);
+    expect(extended).toEqual({ step: "extend", preflight: extendedPreflight, extended: 3 });
+    const confirm = run([{ type: "next" }], extended);
+    expect(confirm.step).toBe("confirm");
+    expect(run([{ type: "back" }], confirm).step).toBe("extend");
+    // Skipped without extending: back from confirm still offers the extend step, since keys still expire.
+    expect(run([{ type: "next" }, { type: "back" }], atExtend).step).toBe("extend");
+    expect(run([{ type: "back" }, { type: "back" }], atExtend)).toEqual({ step: "select" });
+  });
+
+  it("reviews a re-run preflight afresh, and ignores events that do not apply to the step", () => {
+    const confirm = run([{ type: "preflighted", preflight: expiring }, { type: "next" }, { type: "extended", preflight: expiring, extended: 1 }, { type: "next" }]);
+    expect(run([{ type: "preflighted", preflight: safe }], confirm)).toEqual({ step: "preflight", preflight: safe, extended: null });
+    expect(run([{ type: "next" }, { type: "started", replayId: "r" }, { type: "finished" }])).toBe(WIZARD_START);
+    const running: WizardState = { step: "run", replayId: "r", finished: false };
+    expect(run([{ type: "back" }, { type: "preflighted", preflight: safe }], running)).toBe(running);
   });
 });

@@ -59,6 +59,13 @@ describe("formatDuration", () => {
     expect(formatDuration(seconds)).toBe(text);
   });
 
+  it("drops fractions of a second and reads a negative or non-numeric span as 0s", () => {
+    expect(formatDuration(90.9)).toBe("1m30s");
+    expect(formatDuration(0.5)).toBe("0s");
+    expect(formatDuration(-60)).toBe("0s");
+    expect(formatDuration(Number.NaN)).toBe("0s");
+  });
+
   it("round-trips: parse(format(n)) = n across the whole TTL range", () => {
     const samples = [0, 1, 59, 61, 3599, 3601, 86399, 86401, 604800, 605100, 7776000];
     for (let n = 0; n < 200; n++) samples.push((n * 104729 * 37) % 7776001);

@@ -6,7 +6,6 @@ import {
   describeProjection,
   emptyForm,
   fieldErrorsFromServer,
-  formatBytes,
   formFromSource,
   formParts,
   matchesPreset,
@@ -53,23 +52,17 @@ describe("describeProjection", () => {
   it("says claim rate × TTL × bytes per key, and whether bytes per key were measured", () => {
     const assumed = describeProjection({ claimRate: 1, keys: 7 * d, bytesPerKey: 250, bytesPerKeyMeasured: false, bytes: 7 * d * 250 }, 7 * d);
     expect(assumed).toEqual({
-      result: "≈ 604,800 keys, 151 MB",
+      result: "≈ 604,800 keys, 144 MiB",
       formula: "1.0/s × 7d × 250 B/key",
       basis: expect.stringMatching(/^bytes per key assumed/),
     });
     const measured = describeProjection({ claimRate: 10 / 3600, keys: 1680, bytesPerKey: 180, bytesPerKeyMeasured: true, bytes: 302400 }, 7 * d);
-    expect(measured.result).toBe("≈ 1,680 keys, 302 kB");
+    expect(measured.result).toBe("≈ 1,680 keys, 295 KiB");
     expect(measured.formula).toBe("0.0028/s (10/h) × 7d × 180 B/key");
     expect(measured.basis).toMatch(/measured/);
     expect(describeProjection({ claimRate: 0, keys: 1, bytesPerKey: 250, bytesPerKeyMeasured: false, bytes: 250 }, d).result).toBe(
       "≈ 1 key, 250 B",
     );
-  });
-  it("formats bytes in decimal units", () => {
-    expect(formatBytes(0)).toBe("0 B");
-    expect(formatBytes(999)).toBe("999 B");
-    expect(formatBytes(1500)).toBe("1.5 kB");
-    expect(formatBytes(2.5e9)).toBe("2.5 GB");
   });
 });
 

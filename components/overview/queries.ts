@@ -1,0 +1,48 @@
+/**
+ * Client side of the Overview: query keys and react-query options for the live figures
+ * (GET /api/v1/overview) and the metrics history behind the charts (GET /api/v1/metrics). Both answers
+ * are checked against the shared zod schemas (lib/overview/schema.ts, lib/metrics/schema.ts).
+ */
+import { keepPreviousData, queryOptions } from "@tanstack/react-query";
+import { apiParsed, retryUnlessClientError } from "@/components/api";
+import { METRICS_RANGES, metricsResponseSchema, type MetricsRange } from "@/lib/metrics/schema";
+import { overviewSchema } from "@/lib/overview/schema";
+
+/** How often the console re-reads the figures while the tab is visible. */
+export const OVERVIEW_REFRESH_MS = 10_000;
+
+/** The sampler writes once a minute; reading more often would show nothing new. */
+export const METRICS_REFRESH_MS = 60_000;
+
+export const overviewKeys = {
+  all: ["overview"] as const,
+  live: () => [...overviewKeys.all, "live"] as const,
+  metrics: (range: MetricsRange) => ["metrics", range] as const,
+};
+
+export function overviewQuery() {
+  return queryOptions({
+    queryKey: overviewKeys.live(),
+    queryFn: ({ signal }) =>
+      apiParsed("/api/v1/overview", overviewSchema, "the server's overview does not match this console version", signal),
+    refetchInterval: OVERVIEW_REFRESH_MS,
+    retry: retryUnlessClientError,
+  });
+}
+
+/** Each fetch asks for the range ending now, so the refresh every minute slides the window along. */
+export function metricsQuery(range: MetricsRange) {
+  return queryOptions({
+    queryKey: overviewKeys.metrics(range),
+    queryFn: ({ signal }) => {
+      const to = new Date();
+      const from = new Date(to.getTime() - METRICS_RANGES[range] * 1000);
+      const params = new URLSearchParams({ from: from.toISOString(), to: to.toISOString() });
+      return apiParsed(`/api/v1/metrics?${params}`, metricsResponseSchema, "the server's metrics do not match this console version", signal);
+    },
+    refetchInterval: METRICS_REFRESH_MS,
+    // Switching ranges keeps the previous charts on screen (marked as updating) until the new ones arrive.
+    placeholderData: keepPreviousData,
+    retry: retryUnlessClientError,
+  });
+}

@@ -1,0 +1,29 @@
+"use client";
+
+import type { ReactNode } from "react";
+
+/** Under a paged list: how much is shown (`children`), Load more while the server has more, and Refresh. */
+export function LoadMore({
+  query,
+  children,
+}: {
+  query: { hasNextPage: boolean; isFetching: boolean; isFetchingNextPage: boolean; fetchNextPage: () => unknown; refetch: () => unknown };
+  children: ReactNode;
+}) {
+  const { hasNextPage, isFetching, isFetchingNextPage } = query;
+  return (
+    <div className="load-more">
+      <span className="muted" aria-live="polite">
+        {children}
+      </span>
+      {hasNextPage && (
+        <button type="button" className="button" onClick={() => void query.fetchNextPage()} disabled={isFetchingNextPage}>
+          {isFetchingNextPage ? "Loading…" : "Load more"}
+        </button>
+      )}
+      <button type="button" className="button" onClick={() => void query.refetch()} disabled={isFetching}>
+        {isFetching && !isFetchingNextPage ? "Refreshing…" : "Refresh"}
+      </button>
+    </div>
+  );
+}
