@@ -42,8 +42,8 @@ export async function createSource(input: CreateSourceRequest, actor: Principal)
   }
 }
 
-/** The encrypted signing secret never leaves lib/sources/signing-secret.ts. */
-const OMIT_SECRET = { signingSecretEnc: true, signingSecretPrevEnc: true } as const;
+/** The encrypted signing secrets and AMQP destination never leave lib/sources/signing-secret.ts and replay-destination.ts. */
+const OMIT_SECRET = { signingSecretEnc: true, signingSecretPrevEnc: true, replayDestinationEnc: true } as const;
 
 export async function listSources(): Promise<SourceInfo[]> {
   return prisma().source.findMany({ orderBy: { name: "asc" }, omit: OMIT_SECRET });
