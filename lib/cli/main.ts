@@ -520,6 +520,8 @@ function promptHidden(question: string): Promise<string> {
   });
 }
 
+(require("./inlet") as typeof import("./inlet")).registerInletCommands(program);
+
 program.parseAsync(process.argv).catch((err: unknown) => {
   const message = err instanceof KeywardError || err instanceof Error ? err.message : String(err);
   console.error(`keyward: ${message}`);
