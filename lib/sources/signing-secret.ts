@@ -26,6 +26,7 @@ import { recordAction } from "../audit/actions";
 import { authSecret } from "../auth/auth";
 import type { Principal } from "../auth/principal";
 import { sourceName } from "../claims/schema";
+import { isAmqpUrl } from "../amqp/url";
 
 const FORMAT = "v1";
 
@@ -111,10 +112,18 @@ export async function rotateSigningSecret(
  * current secret is missing or unreadable. The executor calls it at each batch, so a rotation or a new
  * destination applies from the next batch on.
  */
-export async function replayTarget(name: string): Promise<{ url: string; secret: string; secrets: string[]; graceUntil: Date | null }> {
+export async function replayTarget(
+  name: string,
+): Promise<{ url: string; amqpUrl?: string; secret: string; secrets: string[]; graceUntil: Date | null }> {
   const [s] = await prisma().$queryRaw<
-    { replay_destination: string | null; signing_secret_enc: string | null; prev_enc: string | null; grace_until: Date | null }[]
-  >`SELECT replay_destination, signing_secret_enc,
+    {
+      replay_destination: string | null;
+      replay_destination_enc: string | null;
+      signing_secret_enc: string | null;
+      prev_enc: string | null;
+      grace_until: Date | null;
+    }[]
+  >`SELECT replay_destination, replay_destination_enc, signing_secret_enc,
            CASE WHEN signing_secret_grace_until > now() THEN signing_secret_prev_enc END AS prev_enc,
            CASE WHEN signing_secret_grace_until > now() THEN signing_secret_grace_until END AS grace_until
     FROM sources WHERE name = ${name}`;
@@ -133,7 +142,26 @@ export async function replayTarget(name: string): Promise<{ url: string; secret:
       `the signing secret of "${name}" cannot be decrypted (the auth secret changed?): generate a new one`,
     );
   }
+  // An amqp(s) destination: `url` is what the progress shows (password masked), `amqpUrl` what is published to.
+  // (Kept whole and encrypted by lib/sources/replay-destination.ts; one without credentials needs nothing decrypted.)
+  const amqpUrl = !isAmqpUrl(s.replay_destination)
+    ? undefined
+    : s.replay_destination_enc === null
+      ? s.replay_destination
+      : decryptSecret(s.replay_destination_enc, key);
+  if (amqpUrl === null) {
+    throw KeywardError.conflict(
+      "replay_destination_unreadable",
+      `the AMQP replay destination of "${name}" cannot be decrypted (the auth secret changed?): set it again`,
+    );
+  }
   // An unreadable previous secret only loses the overlap; the current one still signs.
   const previous = s.prev_enc ? decryptSecret(s.prev_enc, key) : null;
-  return { url: s.replay_destination, secret, secrets: previous ? [secret, previous] : [secret], graceUntil: previous ? s.grace_until : null };
+  return {
+    url: s.replay_destination,
+    ...(amqpUrl !== undefined ? { amqpUrl } : {}),
+    secret,
+    secrets: previous ? [secret, previous] : [secret],
+    graceUntil: previous ? s.grace_until : null,
+  };
 }

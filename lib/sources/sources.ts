@@ -22,6 +22,7 @@ import {
   type SourceInfo,
 } from "./schema";
 import { sourceName } from "../claims/schema";
+import { destinationColumns } from "./replay-destination";
 
 /** Creates a source; recorded as `source.create` in the operator action log. */
 export async function createSource(input: CreateSourceRequest, actor: Principal): Promise<SourceInfo> {
@@ -72,6 +73,8 @@ const snapshot = (s: SourceInfo) => ({
 export async function updateSource(name: string, input: unknown, actor: Principal): Promise<SourceInfo> {
   const n = parseOrThrow(sourceName, name);
   const change = parseOrThrow(updateSourceRequest, input);
+  // Before the transaction: encrypting reads the auth secret on another connection.
+  const destination = change.replayDestination !== undefined ? await destinationColumns(change.replayDestination) : {};
   return prisma().$transaction(async (tx) => {
     const [locked] = await tx.$queryRaw<{ name: string }[]>`SELECT name FROM sources WHERE name = ${n} FOR UPDATE`;
     if (!locked) throw KeywardError.notFound("source_not_found", `no source named "${n}"`);
@@ -84,7 +87,7 @@ export async function updateSource(name: string, input: unknown, actor: Principa
         ...merged,
         ttlSeconds: ttlOf(merged),
         ...(change.deadLetterRetentionSeconds !== undefined ? { deadLetterRetentionSeconds: change.deadLetterRetentionSeconds } : {}),
-        ...(change.replayDestination !== undefined ? { replayDestination: change.replayDestination } : {}),
+        ...destination,
         updatedAt: new Date(),
       },
       omit: OMIT_SECRET,
