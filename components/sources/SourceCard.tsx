@@ -8,6 +8,7 @@ import type { PresetItem, SourceItem, SourceSettings } from "./queries";
 import { EditSource } from "./EditSource";
 import { ExtendLiveKeys } from "./ExtendLiveKeys";
 import { ReplayTarget } from "./ReplayTarget";
+import { InletsPanel } from "./InletsPanel";
 
 /**
  * One source: how its TTL is made up, its preset, dead-letter retention, projected size and invariant
@@ -70,6 +71,7 @@ export function SourceCard({
         <SourceFacts source={source} preset={presets?.find((p) => p.name === source.preset)} />
       )}
       <ReplayTarget source={source} canEdit={canEdit} />
+      {canEdit && <InletsPanel source={source.name} />}
       <h4 className="source-card__subtitle">Checks</h4>
       <ul className="checks">
         {source.invariants.map((i) => (
