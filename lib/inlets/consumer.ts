@@ -52,6 +52,8 @@ export class InletConsumer {
   private session: Session | null = null;
   private running: Promise<void> | null = null;
   private wake: (() => void) | null = null;
+  /** Ends the current connection's life (consume() then closes it). */
+  private endCurrent: (() => void) | null = null;
   private fresh = { consumed: 0, lastAt: undefined as Date | undefined, lastAge: undefined as number | undefined };
   private readonly actor: string;
 
@@ -74,8 +76,9 @@ export class InletConsumer {
     if (s && !s.closed) {
       if (s.consumerTag) await s.channel.cancel(s.consumerTag).catch(() => {});
       await s.draining;
-      s.end();
     }
+    // Also when stop() comes while connecting: consume() sees `stopping` or an ended life, and closes.
+    this.endCurrent?.();
     await this.running;
   }
 
@@ -117,9 +120,14 @@ export class InletConsumer {
     if (url === null) throw new Error("the AMQP URL cannot be decrypted (the auth secret changed?): remove the inlet and add it again");
     const parsed = parseEventIdFrom(this.config.eventIdFrom);
     if (!parsed.ok) throw new Error(`event id from: ${parsed.error}`);
-    const conn = await connectAmqp(url, { name: `keyward inlet ${this.config.id}` });
     let end!: () => void;
     const ended = new Promise<void>((resolve) => (end = resolve));
+    this.endCurrent = end;
+    const conn = await connectAmqp(url, { name: `keyward inlet ${this.config.id}` });
+    if (this.stopping) {
+      await conn.close().catch(() => {});
+      return;
+    }
     let closeReason: string | null = null;
     conn.on("close", (err?: Error) => {
       if (err) closeReason = describeAmqpError(err, url);

@@ -15,6 +15,7 @@ import { letterFromMessage } from "../../lib/inlets/message";
 import { parseEventIdFrom } from "../../lib/inlets/schema";
 import { makeSource, sql } from "../setup/db";
 import { AMQP_URL, eventually, makeTopology, type Topology } from "../setup/rabbitmq";
+import { startTcpProxy } from "../setup/tcp-proxy";
 
 const ADMIN = cliPrincipal();
 const topologies: Topology[] = [];
@@ -215,6 +216,59 @@ describe("RabbitMQ inlet consumer", () => {
       await t.ch.deleteQueue(missing);
     }
   }, 45_000);
+});
+
+describe("a broken connection", () => {
+  it("is reported, reconnected with backoff, and consumption resumes where it stopped", async () => {
+    const t = await makeTopology({ ttlMs: 0 });
+    topologies.push(t);
+    const broker = new URL(AMQP_URL);
+    const proxy = await startTcpProxy({ host: broker.hostname, port: Number(broker.port || 5672) });
+    try {
+      const source = await makeSource();
+      const url = new URL(AMQP_URL);
+      url.port = String(proxy.port);
+      const inlet = await createInlet(source, { amqpUrl: url.toString(), queue: t.dlq, eventIdFrom: "header:x-event-id" }, ADMIN);
+      consume(inlet.id);
+      t.publish("k", "1", { headers: { "x-event-id": "evt_before" } });
+      await stored(source, 1);
+
+      proxy.setMode("refuse"); // the broker goes away: the connection is reset, new ones too
+      const failed = await eventually(async () => {
+        const [i] = await listInlets(source);
+        return i.state === "error" ? i : undefined;
+      }, "the error report");
+      expect(failed.lastError).toMatch(/connection refused|ECONNRESET|socket|closed/i);
+      t.publish("k", "2", { headers: { "x-event-id": "evt_during" } });
+      await t.waitForDepth(t.dlq, 1);
+
+      proxy.setMode("forward");
+      const rows = await eventually(async () => {
+        const r = await letters(source);
+        return r.length === 2 ? r : undefined;
+      }, "the letter after reconnecting", 40_000);
+      expect(rows.map((r) => r.event_id)).toEqual(["evt_before", "evt_during"]);
+      await eventually(async () => ((await listInlets(source))[0].state === "consuming" ? true : undefined), "consuming again");
+    } finally {
+      for (const c of consumers.splice(0)) await c.stop();
+      await proxy.close();
+    }
+  }, 60_000);
+
+  it("does not hold up a stop while the broker does not answer", async () => {
+    const proxy = await startTcpProxy({ host: "127.0.0.1", port: 9 });
+    try {
+      proxy.setMode("blackhole");
+      const source = await makeSource();
+      const inlet = await createInlet(source, { amqpUrl: `amqp://guest:guest@127.0.0.1:${proxy.port}/`, queue: "q", check: false }, ADMIN);
+      const c = startInletConsumers({ only: [inlet.id], pollMs: 200, log: () => {} });
+      await eventually(async () => (c.running().length === 1 ? true : undefined), "the consumer to start");
+      await c.stop(); // the handshake has its own timeout (5 s); the stop waits for no more than that
+      expect(c.running()).toEqual([]);
+    } finally {
+      await proxy.close();
+    }
+  }, 30_000);
 });
 
 describe("inlet credentials", () => {
