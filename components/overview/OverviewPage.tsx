@@ -7,6 +7,7 @@ import type { MetricsRange } from "@/lib/metrics/schema";
 import { OVERVIEW_REFRESH_MS, overviewQuery } from "./queries";
 import { MetricsPanel } from "./MetricsPanel";
 import { OverviewDataTable } from "./OverviewDataTable";
+import { InletLag } from "./InletLag";
 
 export function OverviewPage({ range }: { range: MetricsRange }) {
   // Same query as the data table (one request, shared cache); read here only for the freshness line.
@@ -27,6 +28,7 @@ export function OverviewPage({ range }: { range: MetricsRange }) {
         }
       />
       <OverviewDataTable />
+      <InletLag />
       <MetricsPanel range={range} />
     </>
   );

@@ -10,6 +10,7 @@ import { EditSource } from "./EditSource";
 import { ExtendLiveKeys } from "./ExtendLiveKeys";
 import { ReplayTarget } from "./ReplayTarget";
 import styles from "./sources.module.css";
+import { InletsPanel } from "./InletsPanel";
 
 /**
  * One source: how its TTL is made up, its preset, dead-letter retention, projected size and invariant
@@ -78,6 +79,7 @@ export function SourceCard({
         <SourceFacts source={source} preset={presets?.find((p) => p.name === source.preset)} />
       )}
       <ReplayTarget source={source} canEdit={canEdit} />
+      {canEdit && <InletsPanel source={source.name} />}
       <h4 className="subtitle">Checks</h4>
       <ul className={styles.checks}>
         {source.invariants.map((i) => (

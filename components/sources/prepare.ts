@@ -11,6 +11,7 @@ import type { SourceReport } from "@/lib/sources/sources";
 import { sourceName } from "@/lib/claims/schema";
 import { formatDuration, parseDuration } from "@/lib/sources/duration";
 import { MAX_TTL_SECONDS } from "@/lib/sources/schema";
+import { amqpUrlProblem, isAmqpUrl } from "@/lib/amqp/url";
 
 /** The server's bound too (lib/sources/schema.ts `deadLetterRetention`, which names it only in a message). */
 const MAX_DEAD_LETTER_RETENTION_SECONDS = 365 * 86400;
@@ -307,7 +308,12 @@ export function parseReplayDestination(text: string): { ok: true; value: string 
   } catch {
     return { ok: false, error: "Type a full URL, e.g. https://billing.internal/webhooks/replay" };
   }
-  if (url.protocol !== "http:" && url.protocol !== "https:") return { ok: false, error: "The destination must be an http:// or https:// URL" };
+  if (isAmqpUrl(t)) {
+    // RabbitMQ (docs/inlets.md#replaying-to-rabbitmq): the password is stored encrypted and shown masked.
+    const problem = amqpUrlProblem(t);
+    return problem ? { ok: false, error: `The AMQP URL ${problem}` } : { ok: true, value: t };
+  }
+  if (url.protocol !== "http:" && url.protocol !== "https:") return { ok: false, error: "The destination must be an http://, https://, amqp:// or amqps:// URL" };
   if (url.username || url.password) return { ok: false, error: "No credentials in the URL: the signature authenticates each request" };
   if (t.length > 2048) return { ok: false, error: "The destination must be at most 2048 characters" };
   return { ok: true, value: t };

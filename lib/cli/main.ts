@@ -27,6 +27,8 @@ for (const register of [registerStart, registerMigrate, registerSource, register
   register(program);
 }
 
+(require("./inlet") as typeof import("./inlet")).registerInletCommands(program);
+
 program.parseAsync(process.argv).catch((err: unknown) => {
   const message = err instanceof KeywardError || err instanceof Error ? err.message : String(err);
   console.error(`keyward: ${message}`);

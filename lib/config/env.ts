@@ -89,6 +89,10 @@ const envSchema = z.object({
   KEYWARD_REPLAY_POLL_MS: intFrom(500, 50, 60000),
   KEYWARD_REPLAY_LEASE_SECONDS: intFrom(60, 2, 3600),
   KEYWARD_REPLAY_TIMEOUT_MS: intFrom(10000, 100, 120000),
+  // RabbitMQ inlets (lib/inlets): whether this process consumes them, and how often it re-reads the inlets
+  // table (added / removed inlets) and reports each inlet's lag.
+  KEYWARD_INLET_CONSUMER: z.enum(["on", "off"], { error: 'must be "on" or "off"' }).default("on"),
+  KEYWARD_INLET_POLL_MS: intFrom(5000, 100, 600000),
   // After a signing-secret rotation, replays are signed with the old and the new secret for this long (0: none).
   KEYWARD_SIGNING_SECRET_GRACE_SECONDS: intFrom(86400, 0, 30 * 86400),
   // Settled (delivered) dead letters of a source without its own dead-letter retention are pruned after this.

@@ -15,6 +15,7 @@ import { database, type Db } from "../db/transaction";
 import { invalidRequest } from "../http/validate";
 import { unknownSource } from "../claims/claim";
 import { findPayloadSpans, type PayloadSpan } from "./payload-spans";
+import type { InletLetter } from "../inlets/message";
 import {
   deadLetterInput,
   JSON_CONTENT_TYPE,
@@ -36,35 +37,49 @@ type Prepared = {
   attempts: number;
   failedAt: string | null;
   queue: string | null;
+  /** Set for letters from a RabbitMQ inlet (recordInletLetters); null for the HTTP intake. */
+  inletId?: string | null;
+  originExchange?: string | null;
+  originRoutingKey?: string | null;
+  originKey?: string | null;
+  unidentifiedReason?: string | null;
 };
 
 /** Raw SQL: the letters and their audit rows in one statement (an unnest batch), one round trip per request. */
 const INSERT_SQL = `
 WITH input AS (
   SELECT * FROM unnest($1::uuid[], $2::text[], $3::text[], $4::text[], $5::bytea[], $6::text[], $7::text[], $8::int[],
-                       $9::timestamptz[], $10::text[])
-    AS i(id, source, event_id, event_type, payload, content_type, error, attempts, failed_at, queue)
+                       $9::timestamptz[], $10::text[], $12::uuid[], $13::text[], $14::text[], $15::text[], $16::text[])
+    AS i(id, source, event_id, event_type, payload, content_type, error, attempts, failed_at, queue,
+         inlet_id, origin_exchange, origin_routing_key, origin_key, unidentified_reason)
 ),
 ins AS (
-  INSERT INTO dead_letters (id, source, event_id, event_type, payload, payload_bytes, content_type, error, attempts, failed_at, queue)
+  INSERT INTO dead_letters (id, source, event_id, event_type, payload, payload_bytes, content_type, error, attempts, failed_at, queue,
+                            inlet_id, origin_exchange, origin_routing_key, origin_key, unidentified_reason, status)
   SELECT id, source, event_id, event_type, payload, length(payload), content_type, error, attempts,
-         date_trunc('milliseconds', coalesce(failed_at, now())), queue
+         date_trunc('milliseconds', coalesce(failed_at, now())), queue,
+         inlet_id, origin_exchange, origin_routing_key, origin_key, unidentified_reason,
+         CASE WHEN unidentified_reason IS NULL THEN 'pending' ELSE 'unidentified' END
   FROM input
-  RETURNING id, source, event_id, event_type, attempts, queue, error, failed_at
+  -- An inlet message already stored (redelivered after a crash between commit and ack) is skipped.
+  ON CONFLICT (source, origin_key) WHERE origin_key IS NOT NULL DO NOTHING
+  RETURNING id, source, event_id, event_type, attempts, queue, error, failed_at, inlet_id, unidentified_reason
 ),
 audited AS (
   INSERT INTO audit_events (source, event_id, event_type, kind, actor, detail)
   SELECT source, event_id, event_type, 'dead_lettered', $11,
          jsonb_strip_nulls(jsonb_build_object('deadLetterId', id, 'attempts', attempts, 'queue', queue,
-                                              'failedAt', failed_at, 'error', left(error, 500)))
+                                              'failedAt', failed_at, 'error', left(error, 500),
+                                              'inletId', inlet_id, 'unidentified', left(unidentified_reason, 500)))
   FROM ins
 )
 SELECT id FROM ins`;
 
-async function insert(rows: Prepared[], actor: string, db: Db): Promise<void> {
-  if (rows.length === 0) return;
-  const col = <K extends keyof Prepared>(k: K) => rows.map((r) => r[k]);
-  await db.query(INSERT_SQL, [
+/** Inserts the rows with their audit rows in one statement; answers the ids inserted (all but skipped repeats). */
+async function insert(rows: Prepared[], actor: string, db: Db): Promise<Set<string>> {
+  if (rows.length === 0) return new Set();
+  const col = <K extends keyof Prepared>(k: K) => rows.map((r) => r[k] ?? null);
+  const inserted = await db.query<{ id: string }>(INSERT_SQL, [
     col("id"),
     col("source"),
     col("eventId"),
@@ -76,7 +91,13 @@ async function insert(rows: Prepared[], actor: string, db: Db): Promise<void> {
     col("failedAt"),
     col("queue"),
     actor,
+    col("inletId"),
+    col("originExchange"),
+    col("originRoutingKey"),
+    col("originKey"),
+    col("unidentifiedReason"),
   ]);
+  return new Set(inserted.map((r) => r.id));
 }
 
 /**
@@ -185,4 +206,17 @@ export async function recordDeadLetters(
   });
   await insert(valid.filter((p) => known.has(p.source)), actor, db);
   return results;
+}
+
+/**
+ * Stores the dead letters a RabbitMQ inlet made of its messages (lib/inlets/message.ts), through the same
+ * statement as the HTTP intake (one row and its `dead_lettered` audit row each), in one round trip.
+ * A letter whose message was stored before (same source and originKey: a redelivery) is skipped, so the
+ * consumer can acknowledge it again. Answers, in input order, the new letter's id or null for a repeat.
+ * The letters were built to be storable (no validation failure can block a queue).
+ */
+export async function recordInletLetters(letters: InletLetter[], actor: string): Promise<(string | null)[]> {
+  const rows: Prepared[] = letters.map((l) => ({ id: randomUUID(), ...l }));
+  const inserted = await insert(rows, actor, database());
+  return rows.map((r) => (inserted.has(r.id) ? r.id : null));
 }

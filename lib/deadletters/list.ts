@@ -153,8 +153,20 @@ export async function listDeadLetters(q: ListDeadLettersQuery, db: Db = database
  */
 export async function getDeadLetter(id: string, db: Db = database()): Promise<DeadLetterDetail> {
   if (!UUID_RE.test(id)) throw KeywardError.notFound("dead_letter_not_found", `no dead letter ${id}`);
-  const [row] = await db.query<Row & { payload: Buffer; content_type: string; last_replay_error: string | null }>(
-    `SELECT ${COLUMNS}, d.payload, d.content_type, d.last_replay_error FROM dead_letters d ${KEY_JOIN} WHERE d.id = $1`,
+  const [row] = await db.query<
+    Row & {
+      payload: Buffer;
+      content_type: string;
+      last_replay_error: string | null;
+      inlet_id: string | null;
+      origin_exchange: string | null;
+      origin_routing_key: string | null;
+      unidentified_reason: string | null;
+    }
+  >(
+    `SELECT ${COLUMNS}, d.payload, d.content_type, d.last_replay_error, d.inlet_id, d.origin_exchange, d.origin_routing_key,
+            d.unidentified_reason
+     FROM dead_letters d ${KEY_JOIN} WHERE d.id = $1`,
     [id],
   );
   if (!row) throw KeywardError.notFound("dead_letter_not_found", `no dead letter ${id}`);
@@ -171,5 +183,10 @@ export async function getDeadLetter(id: string, db: Db = database()): Promise<De
     payloadBase64: row.payload.toString("base64"),
     payloadText,
     lastReplayError: row.last_replay_error,
+    amqp:
+      row.inlet_id || row.origin_exchange !== null
+        ? { inletId: row.inlet_id, exchange: row.origin_exchange, routingKey: row.origin_routing_key }
+        : null,
+    unidentifiedReason: row.unidentified_reason,
   };
 }

@@ -95,7 +95,8 @@ export type DeadLetterBatch = z.output<typeof deadLetterBatch>;
 
 export type BatchItemResult = { id: string } | { error: { code: string; message: string; field?: string } };
 
-export const DEAD_LETTER_STATUSES = ["pending", "replaying", "delivered"] as const;
+/** `unidentified`: an inlet message without a usable event id, kept with the reason; never replayed. */
+export const DEAD_LETTER_STATUSES = ["pending", "replaying", "delivered", "unidentified"] as const;
 export type DeadLetterStatus = (typeof DEAD_LETTER_STATUSES)[number];
 
 export const KEY_STATES = ["alive", "in_flight", "expired", "none"] as const;
@@ -152,6 +153,10 @@ export type DeadLetterDetail = DeadLetter & {
   payloadBase64: string;
   payloadText: string | null;
   lastReplayError: string | null;
+  /** For a letter from a RabbitMQ inlet: which inlet, and the exchange and routing key it was first published with (x-death). */
+  amqp: { inletId: string | null; exchange: string | null; routingKey: string | null } | null;
+  /** Why an inlet message had no usable event id (status `unidentified`), else null. */
+  unidentifiedReason: string | null;
 };
 
 export type DeadLetterList = {

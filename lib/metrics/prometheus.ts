@@ -8,7 +8,8 @@
  * replay items and pending dead letters are small grouped counts, all in one round trip.
  *
  * Counters and the histogram are per process (they restart at 0, as Prometheus expects of counters);
- * scrape every instance. Inlet lag (RabbitMQ, issue 16 §1) is not exposed yet.
+ * scrape every instance. Inlet lag (RabbitMQ inlets, lib/inlets) is what the consumers last reported on
+ * the inlets table (every KEYWARD_INLET_POLL_MS).
  */
 import "server-only";
 import { Counter, Gauge, Histogram, Registry } from "prom-client";
@@ -29,6 +30,10 @@ type Metrics = {
   pruneRows: Gauge<"outcome">;
   replayItems: Gauge<"outcome">;
   deadLetters: Gauge<"source">;
+  unidentified: Gauge<"source">;
+  inletLagMessages: Gauge<"source" | "inlet">;
+  inletLagSeconds: Gauge<"source" | "inlet">;
+  inletUp: Gauge<"source" | "inlet">;
 };
 
 function create(): Metrics {
@@ -86,6 +91,30 @@ function create(): Metrics {
       registers,
     }),
     deadLetters: new Gauge({ name: "keyward_dead_letters_pending", help: "Dead letters waiting for a replay, by source.", labelNames: ["source"], registers }),
+    unidentified: new Gauge({
+      name: "keyward_dead_letters_unidentified",
+      help: "Dead letters from RabbitMQ inlets without a usable event id (kept, never replayed), by source.",
+      labelNames: ["source"],
+      registers,
+    }),
+    inletLagMessages: new Gauge({
+      name: "keyward_inlet_lag_messages",
+      help: "Messages waiting in a RabbitMQ inlet's queue when its consumer last looked (inlet: the inlet's id).",
+      labelNames: ["source", "inlet"],
+      registers,
+    }),
+    inletLagSeconds: new Gauge({
+      name: "keyward_inlet_lag_seconds",
+      help: "How long after its dead-lettering the inlet's last stored message was stored.",
+      labelNames: ["source", "inlet"],
+      registers,
+    }),
+    inletUp: new Gauge({
+      name: "keyward_inlet_up",
+      help: "1 while the inlet's consumer reports it is consuming, 0 when it reports an error or has not started.",
+      labelNames: ["source", "inlet"],
+      registers,
+    }),
   };
 }
 
@@ -103,6 +132,8 @@ type DbFigures = {
   prune: { outcome: string; runs: string; rows: string }[];
   replay: { outcome: string; n: string }[];
   dead: { source: string; n: string }[];
+  unidentified: { source: string; n: string }[];
+  inlets: { id: string; source: string; state: string; lag_messages: string | null; lag_seconds: number | null }[];
 };
 
 const DB_FIGURES = `
@@ -115,7 +146,11 @@ SELECT
      FROM prune_runs GROUP BY 1) p) AS prune,
   (SELECT coalesce(json_agg(r), '[]') FROM (SELECT outcome, count(*) AS n FROM replay_items GROUP BY 1) r) AS replay,
   (SELECT coalesce(json_agg(d), '[]') FROM (
-     SELECT source, count(*) AS n FROM dead_letters WHERE status = 'pending' GROUP BY 1) d) AS dead`;
+     SELECT source, count(*) AS n FROM dead_letters WHERE status = 'pending' GROUP BY 1) d) AS dead,
+  (SELECT coalesce(json_agg(u), '[]') FROM (
+     SELECT source, count(*) AS n FROM dead_letters WHERE status = 'unidentified' GROUP BY 1) u) AS unidentified,
+  (SELECT coalesce(json_agg(i), '[]') FROM (
+     SELECT id, source, state, lag_messages, last_message_age_seconds AS lag_seconds FROM inlets) i) AS inlets`;
 
 /** The exposition text (Prometheus text format 0.0.4) and its content type. */
 export async function renderMetrics(): Promise<{ text: string; contentType: string }> {
@@ -127,7 +162,10 @@ export async function renderMetrics(): Promise<{ text: string; contentType: stri
     for (const [outcome, n] of Object.entries(counts)) if (n > 0) m.claims.inc({ source, outcome }, n);
   }
 
-  for (const g of [m.tableBytes, m.tableRows, m.backlog, m.backlogCapped, m.sampleTime, m.pruneRuns, m.pruneRows, m.replayItems, m.deadLetters]) g.reset();
+  for (const g of [
+    m.tableBytes, m.tableRows, m.backlog, m.backlogCapped, m.sampleTime, m.pruneRuns, m.pruneRows, m.replayItems, m.deadLetters,
+    m.unidentified, m.inletLagMessages, m.inletLagSeconds, m.inletUp,
+  ]) g.reset();
   if (db.sample) {
     m.tableBytes.set({ part: "table" }, Number(db.sample.table_bytes));
     m.tableBytes.set({ part: "index" }, Number(db.sample.index_bytes));
@@ -142,6 +180,13 @@ export async function renderMetrics(): Promise<{ text: string; contentType: stri
   }
   for (const r of db.replay) m.replayItems.set({ outcome: r.outcome }, Number(r.n));
   for (const d of db.dead) m.deadLetters.set({ source: d.source }, Number(d.n));
+  for (const u of db.unidentified) m.unidentified.set({ source: u.source }, Number(u.n));
+  for (const i of db.inlets) {
+    const labels = { source: i.source, inlet: i.id };
+    m.inletUp.set(labels, i.state === "consuming" ? 1 : 0);
+    if (i.lag_messages !== null) m.inletLagMessages.set(labels, Number(i.lag_messages));
+    if (i.lag_seconds !== null) m.inletLagSeconds.set(labels, i.lag_seconds);
+  }
 
   return { text: await m.registry.metrics(), contentType: m.registry.contentType };
 }

@@ -13,12 +13,13 @@
  * - in flight and lease lapsed: the partial index dedup_keys_in_flight_idx (keys holding a lease only);
  * - claims: at most 60 buckets per source through the claim_counts (bucket, source) primary key.
  *
- * Rows come from `sources`: keys or counts of a source that no longer exists are not shown.
+ * Rows come from `sources`: keys or counts of a source that no longer exists are not shown. A third read
+ * lists the RabbitMQ inlets with the lag their consumers last reported (a handful of rows).
  */
 import "server-only";
 import { query, type Queryable } from "../db/sql";
 import { getLatestSample } from "../metrics/history";
-import type { ClaimCounts, KeyCounts, Overview, SourceOverview } from "./schema";
+import type { ClaimCounts, InletLag, KeyCounts, Overview, SourceOverview } from "./schema";
 
 /** Keys counted one by one per refresh at most: ~100k rows read sequentially take a few tens of ms. */
 export const COUNT_LIMIT = 100_000;
@@ -99,6 +100,16 @@ export async function getOverview(on?: Queryable, options: { countLimit?: number
   const countLimit = options.countLimit ?? COUNT_LIMIT;
   const rows = await query<OverviewRow>(OVERVIEW_SQL, [countLimit + 1], on);
   const latestSample = await getLatestSample(on);
+  const inlets = await query<{
+    id: string; source: string; queue: string; state: InletLag["state"]; last_error: string | null; lag_messages: number | null;
+    lag_checked_at: Date | null; last_message_at: Date | null; last_message_age_seconds: number | null;
+  }>(
+    `SELECT id, source, queue, state, last_error, lag_messages::float8 AS lag_messages, lag_checked_at, last_message_at,
+            last_message_age_seconds
+     FROM inlets ORDER BY source, created_at, id`,
+    [],
+    on,
+  );
   const [clock] = rows;
   const sources = rows.filter((r) => r.name !== null).map((r) => toSourceOverview(r));
   const keys = sources.reduce((acc, s) => addKeys(acc, s.keys), NO_KEYS);
@@ -115,6 +126,17 @@ export async function getOverview(on?: Queryable, options: { countLimit?: number
       lastHour: sources.reduce((acc, s) => addClaims(acc, s.lastHour), NO_CLAIMS),
     },
     sources,
+    inlets: inlets.map((i) => ({
+      id: i.id,
+      source: i.source,
+      queue: i.queue,
+      state: i.state,
+      lastError: i.last_error,
+      lagMessages: i.lag_messages,
+      lagCheckedAt: i.lag_checked_at?.toISOString() ?? null,
+      lastMessageAt: i.last_message_at?.toISOString() ?? null,
+      lastMessageAgeSeconds: i.last_message_age_seconds,
+    })),
   };
 }
 

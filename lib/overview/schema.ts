@@ -59,6 +59,22 @@ export const sourceOverviewSchema = z.object({
 });
 export type SourceOverview = z.infer<typeof sourceOverviewSchema>;
 
+/** A RabbitMQ inlet's lag as its consumer last reported it (lib/inlets; no URL: viewers read this). */
+export const inletLagSchema = z.object({
+  id: z.string(),
+  source: z.string(),
+  queue: z.string(),
+  state: z.enum(["starting", "consuming", "error"]),
+  lastError: z.string().nullable(),
+  /** Messages waiting in the queue when last checked; null before the first check. */
+  lagMessages: count.nullable(),
+  lagCheckedAt: z.iso.datetime().nullable(),
+  /** When the last message was stored, and how long after its dead-lettering. */
+  lastMessageAt: z.iso.datetime().nullable(),
+  lastMessageAgeSeconds: z.number().nonnegative().nullable(),
+});
+export type InletLag = z.infer<typeof inletLagSchema>;
+
 export const overviewSchema = z.object({
   /** The database's now() when the figures were read. */
   asOf: z.iso.datetime(),
@@ -71,5 +87,7 @@ export const overviewSchema = z.object({
   totals: z.object({ sources: count, keys: keyCountsSchema, lastHour: claimCountsSchema }),
   /** One entry per configured source, by name. */
   sources: z.array(sourceOverviewSchema),
+  /** The RabbitMQ inlets (by source, then creation); always sent by the server. */
+  inlets: z.array(inletLagSchema).optional(),
 });
 export type Overview = z.infer<typeof overviewSchema>;

@@ -32,6 +32,7 @@ import { recordAction } from "../audit/actions";
 import { KeywardError } from "../errors";
 import { replayTarget } from "../sources/signing-secret";
 import { backoffMs, deliverOnce, RateLimiter } from "./deliver";
+import { amqpSend } from "./amqp-publish";
 import { recheckBeforeSend } from "./classify";
 import { readFacts } from "./facts";
 import { CANCEL_ITEMS_SQL } from "./replays";
@@ -315,7 +316,7 @@ export function startReplayWorker(options: WorkerOptions = {}): ReplayWorker {
       await settle(r, item, "skipped_unsafe", { attempt: false, error: check.reason });
       return;
     }
-    const result = await deliverOnce({
+    const result = await (target.amqpUrl ? amqpSend(target.amqpUrl, item.dead_letter_id) : deliverOnce)({
       url: target.url,
       id: item.event_id,
       body: payload.body,

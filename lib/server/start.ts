@@ -21,6 +21,7 @@ import { matchFastRoute, serveFast } from "./fast-routes";
 import { auditPartitionsJob } from "../audit/partitions";
 import { pruningJob } from "../retention/schedule";
 import { scheduleReplayWorker } from "../replay/executor";
+import { scheduleInletConsumers } from "../inlets/consumers";
 import { pageHeaders } from "../http/headers";
 import { KeywardError } from "../errors";
 import { apiPathProblem, completeBodilessRefusals, isApiPath, malformedSegment, writeApiError } from "./api-edge";
@@ -111,6 +112,7 @@ export async function startServer(options: { build?: boolean } = {}): Promise<vo
   // The periodic jobs (lib/jobs/registry.ts); the replay worker polls through a registry of its own.
   const jobs = startJobs([auditPartitionsJob(), metricsSamplerJob(), pruningJob(log)], log);
   const stopReplays = scheduleReplayWorker(log);
+  const stopInlets = scheduleInletConsumers(log);
   await printFirstStartHints();
 
   let stopping = false;
@@ -122,6 +124,8 @@ export async function startServer(options: { build?: boolean } = {}): Promise<vo
     const jobsStopped = jobs.stop();
     // Deliveries in flight are aborted and their items put back (a restart resumes them).
     const replaysStopped = stopReplays();
+    // The batch in hand is stored and acknowledged; the rest goes back to the queues.
+    const inletsStopped = stopInlets();
     // Let requests in flight finish (a committed claim must get its answer), then cut what is left.
     const closed = new Promise((r) => server.close(r));
     server.closeIdleConnections();
@@ -129,6 +133,7 @@ export async function startServer(options: { build?: boolean } = {}): Promise<vo
     if (!drained) server.closeAllConnections();
     await jobsStopped; // before the pool closes
     await replaysStopped;
+    await inletsStopped;
     await flushClaimCounts().catch(() => {});
     await closeDb();
     await database.close();

@@ -3,6 +3,7 @@ import { z } from "zod";
 import { sourceName } from "../claims/schema";
 import { invalidRequest } from "../http/validate";
 import { unstorableReason } from "../http/fields";
+import { amqpUrlProblem, isAmqpUrl } from "../amqp/url";
 import { findPreset, PRESETS } from "../retention/presets";
 
 export const MAX_TTL_SECONDS = 90 * 86400;
@@ -30,9 +31,9 @@ export const deadLetterRetention = z
   .max(365 * 86400, "deadLetterRetentionSeconds must be at most 365 days")
   .nullable();
 
-/** Where replays of the source's dead letters are POSTed: an http(s) URL without credentials, or null to clear it. */
-export const replayDestination = z
-  .url({ protocol: /^https?$/, error: "replayDestination must be an http:// or https:// URL" })
+/** An http(s) replay destination: without credentials (the signature authenticates the request). */
+const httpDestination = z
+  .url({ protocol: /^https?$/, error: "replayDestination must be an http://, https://, amqp:// or amqps:// URL" })
   .max(2048, "replayDestination must be at most 2048 characters")
   // A URL parser accepts a raw NUL or lone surrogate in the path (it would percent-encode it); the text
   // is stored as sent, so it must be text PostgreSQL can store.
@@ -42,7 +43,24 @@ export const replayDestination = z
     if (!URL.canParse(u)) return true;
     const url = new URL(u);
     return !url.username && !url.password;
-  }, "replayDestination must not carry credentials (the signature authenticates the request)")
+  }, "replayDestination must not carry credentials (the signature authenticates the request)");
+
+/**
+ * Where replays of the source's dead letters are sent, or null to clear it: an http(s) URL they are
+ * POSTed to, or an amqp(s) URL they are published to (lib/replay/amqp-publish.ts), whose credentials are
+ * stored encrypted and shown masked (lib/sources/replay-destination.ts).
+ */
+export const replayDestination = z
+  .string({ error: "replayDestination must be a URL" })
+  .superRefine((u, ctx) => {
+    if (isAmqpUrl(u)) {
+      const problem = amqpUrlProblem(u);
+      if (problem) ctx.addIssue({ code: "custom", message: `replayDestination ${problem}` });
+      return;
+    }
+    const r = httpDestination.safeParse(u);
+    if (!r.success) for (const issue of r.error.issues) ctx.addIssue({ code: "custom", message: issue.message });
+  })
   .nullable();
 
 const withinMaxTtl = <T extends z.infer<typeof sourceParts>>(s: z.ZodType<T>) =>
@@ -142,7 +160,7 @@ export type SourceInfo = z.infer<typeof sourceParts> & {
   ttlSeconds: number;
   preset: string | null;
   deadLetterRetentionSeconds: number | null;
-  /** Where replays are delivered (http/https URL), or null. */
+  /** Where replays are delivered (an http(s) URL, or an amqp(s) URL with its password masked), or null. */
   replayDestination: string | null;
   /** When the signing secret was last generated; the secret itself is never returned after its creation. */
   signingSecretSetAt: Date | null;

@@ -25,6 +25,7 @@ import { database, withTransaction, type Db } from "../db/transaction";
 import { recordAction } from "../audit/actions";
 import { authSecret } from "../auth/auth";
 import type { Principal } from "../auth/principal";
+import { isAmqpUrl } from "../amqp/url";
 
 const FORMAT = "v1";
 
@@ -121,10 +122,16 @@ export async function rotateSigningSecret(
 export async function replayTarget(
   name: string,
   db: Db = database(),
-): Promise<{ url: string; secret: string; secrets: string[]; graceUntil: Date | null }> {
+): Promise<{ url: string; amqpUrl?: string; secret: string; secrets: string[]; graceUntil: Date | null }> {
   // Raw SQL: the grace period is judged by the database clock.
-  const [s] = await db.query<{ replay_destination: string | null; signing_secret_enc: string | null; prev_enc: string | null; grace_until: Date | null }>(
-    `SELECT replay_destination, signing_secret_enc,
+  const [s] = await db.query<{
+    replay_destination: string | null;
+    replay_destination_enc: string | null;
+    signing_secret_enc: string | null;
+    prev_enc: string | null;
+    grace_until: Date | null;
+  }>(
+    `SELECT replay_destination, replay_destination_enc, signing_secret_enc,
             CASE WHEN signing_secret_grace_until > now() THEN signing_secret_prev_enc END AS prev_enc,
             CASE WHEN signing_secret_grace_until > now() THEN signing_secret_grace_until END AS grace_until
      FROM sources WHERE name = $1`,
@@ -145,7 +152,26 @@ export async function replayTarget(
       `the signing secret of "${name}" cannot be decrypted (the auth secret changed?): generate a new one`,
     );
   }
+  // An amqp(s) destination: `url` is what the progress shows (password masked), `amqpUrl` what is published to.
+  // (Kept whole and encrypted by lib/sources/replay-destination.ts; one without credentials needs nothing decrypted.)
+  const amqpUrl = !isAmqpUrl(s.replay_destination)
+    ? undefined
+    : s.replay_destination_enc === null
+      ? s.replay_destination
+      : decryptSecret(s.replay_destination_enc, key);
+  if (amqpUrl === null) {
+    throw KeywardError.conflict(
+      "replay_destination_unreadable",
+      `the AMQP replay destination of "${name}" cannot be decrypted (the auth secret changed?): set it again`,
+    );
+  }
   // An unreadable previous secret only loses the overlap; the current one still signs.
   const previous = s.prev_enc ? decryptSecret(s.prev_enc, key) : null;
-  return { url: s.replay_destination, secret, secrets: previous ? [secret, previous] : [secret], graceUntil: previous ? s.grace_until : null };
+  return {
+    url: s.replay_destination,
+    ...(amqpUrl !== undefined ? { amqpUrl } : {}),
+    secret,
+    secrets: previous ? [secret, previous] : [secret],
+    graceUntil: previous ? s.grace_until : null,
+  };
 }

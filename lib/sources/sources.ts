@@ -12,6 +12,7 @@ import { recordAction } from "../audit/actions";
 import type { Principal } from "../auth/principal";
 import { checkInvariants, type Invariant } from "../retention/invariants";
 import { applySourceUpdate, checkTtl, ttlOf, type NewSource, type SourceChange, type SourceInfo } from "./schema";
+import { destinationColumns } from "./replay-destination";
 
 /** Creates a source; recorded as `source.create` in the operator action log. */
 export async function createSource(s: NewSource, actor: Principal, db: Db = database()): Promise<SourceInfo> {
@@ -34,8 +35,8 @@ export async function createSource(s: NewSource, actor: Principal, db: Db = data
   }
 }
 
-/** The encrypted signing secret never leaves lib/sources/signing-secret.ts. */
-const OMIT_SECRET = { signingSecretEnc: true, signingSecretPrevEnc: true } as const;
+/** The encrypted signing secrets and AMQP destination never leave lib/sources/signing-secret.ts and replay-destination.ts. */
+const OMIT_SECRET = { signingSecretEnc: true, signingSecretPrevEnc: true, replayDestinationEnc: true } as const;
 
 export async function listSources(db: Db = database()): Promise<SourceInfo[]> {
   return db.prisma.source.findMany({ orderBy: { name: "asc" }, omit: OMIT_SECRET });
@@ -62,6 +63,8 @@ const snapshot = (s: SourceInfo) => ({
  * live keys keep their expiry (extend them explicitly with extendLiveKeys). Recorded with before/after.
  */
 export async function updateSource(name: string, change: SourceChange, actor: Principal, db: Db = database()): Promise<SourceInfo> {
+  // Before the transaction: encrypting reads the auth secret on another connection.
+  const destination = change.replayDestination !== undefined ? await destinationColumns(change.replayDestination) : {};
   return withTransaction(
     async (tx) => {
       // Raw SQL: Prisma has no SELECT … FOR UPDATE; the lock makes two concurrent changes apply one after the other.
@@ -76,7 +79,7 @@ export async function updateSource(name: string, change: SourceChange, actor: Pr
           ...merged,
           ttlSeconds: ttlOf(merged),
           ...(change.deadLetterRetentionSeconds !== undefined ? { deadLetterRetentionSeconds: change.deadLetterRetentionSeconds } : {}),
-          ...(change.replayDestination !== undefined ? { replayDestination: change.replayDestination } : {}),
+          ...destination,
           updatedAt: new Date(),
         },
         omit: OMIT_SECRET,

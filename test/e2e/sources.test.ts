@@ -1,6 +1,7 @@
 /**
  * The Sources screen in a real headless Chromium, against the real server on this run's database: an
- * admin creates and edits a source, an operator extends live keys, a viewer only reads. People sign in
+ * admin creates and edits a source and adds and removes a RabbitMQ inlet (the real broker checks it), an
+ * operator extends live keys, a viewer only reads. People sign in
  * on the sign-in page; sources and claims made behind the screen go through the library. No page may
  * report a browser error (a CSP violation is one).
  */
@@ -13,7 +14,10 @@ import { sql, uniq } from "../setup/db";
 import { useConsoleServer } from "../setup/e2e";
 import { createSourceRequest } from "../../lib/sources/schema";
 import { parseInput } from "../../lib/http/validate";
+import { AMQP_URL, makeTopology } from "../setup/rabbitmq";
 
+/** The broker's password in AMQP_URL (never to appear on a page). */
+const AMQP_PASSWORD = new URL(AMQP_URL).password;
 const BROWSER_TEST_MS = 60_000;
 const d = 86400;
 
@@ -104,6 +108,59 @@ describe("the Sources screen in Chromium", () => {
     expect(errors).toEqual([]);
   }, BROWSER_TEST_MS);
 
+  it("lets an admin add a RabbitMQ inlet (checked against the broker, the URL never shown again), see its lag on the Overview, and remove it", async () => {
+    const t = await makeTopology();
+    try {
+      const name = uniq("ui-inlet");
+      await createSource(parseInput(createSourceRequest, { name, preset: "internal" }), cliPrincipal());
+      const { page, errors } = await e2e.openPage();
+      await e2e.signInAs(page, "admin", "Sources");
+      const source = card(page, name);
+      await source.waitFor();
+      await source.getByRole("button", { name: `Show RabbitMQ inlets of ${name}` }).click();
+      const panel = source.getByRole("region", { name: `RabbitMQ inlets of ${name}` });
+      await panel.getByText(`No inlet: dead letters of ${name} arrive only through the API.`).waitFor();
+
+      const form = panel.getByRole("form", { name: `Add a RabbitMQ inlet to ${name}` });
+      const masked = AMQP_URL.replace(`:${AMQP_PASSWORD}@`, ":***@");
+      // The masked form is refused in the browser (the password must be typed); nothing is sent.
+      await form.getByLabel("AMQP URL").fill(masked);
+      await form.getByLabel("Queue").fill(t.dlq);
+      await form.getByRole("button", { name: "Add inlet" }).click();
+      expect(await form.getByRole("alert").innerText()).toMatch(/masked password/);
+
+      await form.getByLabel("AMQP URL").fill(AMQP_URL);
+      await form.getByLabel("Event id from").fill("header:x-event-id");
+      await form.getByRole("button", { name: "Add inlet" }).click();
+      await form.getByText(`Added: ${t.dlq} at ${masked}. Servers start consuming it within seconds.`).waitFor();
+      expect(await form.getByLabel("AMQP URL").inputValue()).toBe("");
+      const row = panel.getByRole("row", { name: new RegExp(t.dlq.replace(/\./g, "\\.")) });
+      await row.waitFor();
+      expect(await row.innerText()).toMatch(/header:x-event-id\s+not consumed yet/);
+      expect(await page.content()).not.toContain(`:${AMQP_PASSWORD}@`);
+      const [stored] = await sql<{ id: string; url_display: string }>("SELECT id, url_display FROM inlets WHERE source = $1", [name]);
+      expect(stored.url_display).toBe(masked);
+
+      // The Overview lists it, with what its consumer reported (here: none runs).
+      await sql("UPDATE inlets SET state = 'consuming', lag_messages = 42, lag_checked_at = now() WHERE id = $1", [stored.id]);
+      await page.getByRole("navigation", { name: "Console" }).getByRole("link", { name: "Overview" }).click();
+      const lag = page.getByRole("region", { name: "RabbitMQ inlets" });
+      const lagRow = lag.getByRole("row", { name: new RegExp(t.dlq.replace(/\./g, "\\.")) });
+      await lagRow.waitFor();
+      expect(await lagRow.innerText()).toMatch(/Consuming\s+42\s+None yet/);
+
+      await page.getByRole("navigation", { name: "Console" }).getByRole("link", { name: "Sources" }).click();
+      await source.getByRole("button", { name: `Show RabbitMQ inlets of ${name}` }).click();
+      await panel.getByRole("button", { name: `Remove inlet ${t.dlq} of ${name}` }).click();
+      await panel.getByRole("button", { name: "Remove inlet", exact: true }).click();
+      await panel.getByText(`No inlet: dead letters of ${name} arrive only through the API.`).waitFor();
+      expect(await sql("SELECT 1 FROM inlets WHERE source = $1", [name])).toEqual([]);
+      expect(errors).toEqual([]);
+    } finally {
+      await t.cleanup();
+    }
+  }, BROWSER_TEST_MS);
+
   it("shows a viewer the sources and their warnings, with no create, edit or extend button", async () => {
     const name = uniq("ui-view");
     await createSource(parseInput(createSourceRequest, { name, preset: "stripe", deadLetterRetentionSeconds: 30 * d }), cliPrincipal());
@@ -119,6 +176,7 @@ describe("the Sources screen in Chromium", () => {
     expect(text).toMatch(/Projected steady state/);
     expect(await page.getByRole("region", { name: "Create a source" }).count()).toBe(0);
     expect(await page.getByRole("button", { name: ACTION_BUTTONS }).count()).toBe(0);
+    expect(await page.getByRole("button", { name: /RabbitMQ inlets/ }).count()).toBe(0);
 
     // The presets panel opens to show each preset's parts and where its figures come from.
     await page.getByText(/^Presets \(\d+\)/).click();

@@ -114,7 +114,7 @@ const RAW_BODIES: { name: string; body: string | Buffer; type?: string | null }[
 /** Tables a refused request must not add to (metric_samples and claim_counts move on their own schedule). */
 const TABLES = [
   "dedup_keys", "audit_events", "dead_letters", "sources", "api_keys", "auth_users", "auth_sessions", "auth_accounts",
-  "replays", "replay_items", "replay_preflights", "replay_preflight_items", "prune_runs", "settings", "sign_in_throttle",
+  "replays", "replay_items", "replay_preflights", "replay_preflight_items", "prune_runs", "settings", "sign_in_throttle", "inlets",
 ];
 /** A refused sign-in is recorded on purpose (the action log and the throttle). */
 const RECORDS_REFUSALS: Record<string, string[]> = { "POST /api/v1/session": ["audit_events", "sign_in_throttle"] };
@@ -252,6 +252,9 @@ function validBody(label: string): Record<string, unknown> | undefined {
       deadLetterRetentionSeconds: 3600,
     }),
     "PATCH /api/v1/sources/[name]": () => ({ retryWindowSeconds: 120, replayDestination: "http://127.0.0.1:9/hook", deadLetterRetentionSeconds: 7200 }),
+    "POST /api/v1/sources/[name]/inlets": () => ({
+      amqpUrl: "amqp://guest:guest@127.0.0.1:5672/", queue: fresh("q"), eventIdFrom: "header:x-event-id", prefetch: 10, check: false,
+    }),
     "POST /api/v1/api-keys": () => ({ name: fresh("key"), scopes: ["read"] }),
     "POST /api/v1/users": () => ({ username: fresh("u"), role: "viewer", password: "a-long-enough-password", name: "Fuzz" }),
     "PATCH /api/v1/users/[username]": () => ({ role: "viewer", disabled: false }),

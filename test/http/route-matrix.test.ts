@@ -90,6 +90,10 @@ describe("every route under app/api declares who may call it", () => {
       "POST /api/v1/replays/[id]/resume",
       "POST /api/v1/replays/[id]/cancel",
       "POST /api/v1/sources/[name]/signing-secret",
+      // RabbitMQ inlets (issue 16 §1).
+      "GET /api/v1/sources/[name]/inlets",
+      "POST /api/v1/sources/[name]/inlets",
+      "DELETE /api/v1/inlets/[id]",
     ]) {
       expect(exportsFound.map(label)).toContain(r);
     }

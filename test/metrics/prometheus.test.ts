@@ -3,12 +3,13 @@
  * key of scope metrics and with KEYWARD_METRICS_TOKEN, refused without credentials (401), with a wrong
  * token (401) and with a claims key (403); the exposition parses as Prometheus text format, and its
  * values follow claims (in-process counter and latency histogram), samples (table rows, expiry backlog),
- * prune runs and dead letters.
+ * prune runs, dead letters and the RabbitMQ inlets' lag.
  */
 import parsePrometheusTextFormat from "parse-prometheus-text-format";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { cliPrincipal } from "../../lib/auth/principal";
-import { recordDeadLetter } from "../../lib/deadletters/intake";
+import { recordDeadLetter, recordInletLetters } from "../../lib/deadletters/intake";
+import { createInlet, reportInlet } from "../../lib/inlets/inlets";
 import { takeSample } from "../../lib/metrics/sampler";
 import { pruneExpiredKeys } from "../../lib/retention/prune";
 import { actorOf } from "../../lib/auth/principal";
@@ -143,5 +144,32 @@ describe("GET /metrics", () => {
     // A newer sample, taken after the prune, shows the backlog gone.
     await takeSample({ at: new Date(minute.getTime() + 60_000) });
     expect(value(await scrape(TOKEN), "keyward_expiry_backlog")).toBe(0);
+  });
+
+  it("exports each RabbitMQ inlet's lag as its consumer reported it, and unidentified dead letters", async () => {
+    const source = await makeSource();
+    const inlet = await createInlet(source, { amqpUrl: "amqp://guest:guest@127.0.0.1:5672/", queue: uniq("q"), check: false }, cliPrincipal());
+    const labels = { source, inlet: inlet.id };
+    const before = await scrape(TOKEN);
+    expect(value(before, "keyward_inlet_up", labels)).toBe(0);
+    expect(before.text).not.toContain(`keyward_inlet_lag_messages{source="${source}"`);
+
+    await reportInlet(inlet.id, { state: "consuming", lagMessages: 17, consumed: 3, lastMessageAt: new Date(), lastMessageAgeSeconds: 2.5 });
+    await recordInletLetters(
+      [
+        {
+          source, inletId: inlet.id, eventId: "unidentified:x", eventType: "amqp.message", payload: Buffer.from("?"), contentType: "text/plain",
+          error: "rejected in queue q", attempts: 1, failedAt: null, queue: "q", originExchange: "", originRoutingKey: "q", originKey: uniq("k"),
+          unidentifiedReason: "the message has no message_id property",
+        },
+      ],
+      "test",
+    );
+    const after = await scrape(metricsKey);
+    expect(value(after, "keyward_inlet_up", labels)).toBe(1);
+    expect(value(after, "keyward_inlet_lag_messages", labels)).toBe(17);
+    expect(value(after, "keyward_inlet_lag_seconds", labels)).toBe(2.5);
+    expect(value(after, "keyward_dead_letters_unidentified", { source })).toBe(1);
+    expect(value(after, "keyward_dead_letters_pending", { source })).toBeUndefined();
   });
 });

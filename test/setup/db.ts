@@ -10,6 +10,8 @@ process.env.DATABASE_URL = inject("databaseUrl");
 process.env.KEYWARD_PRUNE_INTERVAL_SECONDS = "0";
 // Nor may a server run the replay executor unless its test asks for it (KEYWARD_REPLAY_WORKER=1 in its env).
 process.env.KEYWARD_REPLAY_WORKER = "0";
+// Nor consume RabbitMQ inlets another test file made (the inlet tests run their own consumers).
+process.env.KEYWARD_INLET_CONSUMER = "off";
 
 export const uniq = (prefix = "t") => `${prefix}-${randomBytes(4).toString("hex")}`;
 

@@ -11,8 +11,16 @@ describe("parseReplayDestination", () => {
 
   it("refuses what the server refuses, with a sentence", () => {
     expect(parseReplayDestination("billing.internal/replay")).toEqual({ ok: false, error: expect.stringMatching(/full URL/) });
-    expect(parseReplayDestination("ftp://x/y")).toEqual({ ok: false, error: expect.stringMatching(/http:\/\/ or https:\/\//) });
+    expect(parseReplayDestination("ftp://x/y")).toEqual({ ok: false, error: expect.stringMatching(/http:\/\/, https:\/\/, amqp:\/\/ or amqps:\/\//) });
     expect(parseReplayDestination("https://user:pw@x/y")).toEqual({ ok: false, error: expect.stringMatching(/No credentials/) });
     expect(parseReplayDestination(`https://x/${"a".repeat(2050)}`)).toEqual({ ok: false, error: expect.stringMatching(/2048/) });
+  });
+
+  it("accepts an AMQP URL with its credentials (stored encrypted), but not the masked one shown back", () => {
+    expect(parseReplayDestination("amqp://keyward:pw@rabbit.internal/prod?exchange=orders")).toEqual({
+      ok: true,
+      value: "amqp://keyward:pw@rabbit.internal/prod?exchange=orders",
+    });
+    expect(parseReplayDestination("amqps://keyward:***@rabbit.internal/prod")).toEqual({ ok: false, error: expect.stringMatching(/masked password/) });
   });
 });

@@ -1,0 +1,9 @@
+/**
+ * DELETE /api/v1/inlets/:id — stop consuming the inlet's queue (admins); its dead letters stay. 200
+ * { removed: inlet }; 404 for an unknown id. Servers stop within KEYWARD_INLET_POLL_MS. Recorded as
+ * `inlet.remove`.
+ */
+import { removeInlet } from "@/lib/inlets/inlets";
+import { json, route } from "@/lib/http/route";
+
+export const DELETE = route<{ id: string }>(async ({ params, principal }) => json(await removeInlet(params.id, principal)), { allow: ["admin"] });
