@@ -1,7 +1,7 @@
 "use client";
 
 import { useQuery } from "@tanstack/react-query";
-import { overviewQuery } from "@/lib/overview/queries";
+import { overviewQuery } from "./queries";
 import { inletLagRow } from "./inlet-lag";
 
 /**

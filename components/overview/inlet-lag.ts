@@ -4,7 +4,8 @@
  * database). Unit-tested in test/inlets/lag.test.ts.
  */
 import type { InletLag } from "@/lib/overview/schema";
-import { formatCount, formatDuration } from "@/components/ui/format";
+import { formatCount } from "@/components/ui/format";
+import { formatDuration } from "@/lib/sources/duration";
 
 /** A report older than this means no consumer is running (or it cannot write): the figures may be stale. */
 export const STALE_REPORT_MS = 60_000;

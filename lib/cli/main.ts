@@ -9,6 +9,7 @@ import "server-only";
 import { Command } from "commander";
 import { KeywardError } from "../errors";
 import { registerApiKey } from "./commands/apikey";
+import { registerInlet } from "./commands/inlet";
 import { registerMigrate } from "./commands/migrate";
 import { registerPartitions } from "./commands/partitions";
 import { registerPrune } from "./commands/prune";
@@ -23,11 +24,9 @@ const program = new Command()
   .showHelpAfterError()
   .configureOutput({ outputError: (text, write) => write(text) });
 
-for (const register of [registerStart, registerMigrate, registerSource, registerApiKey, registerUser, registerReplay, registerPrune, registerPartitions]) {
+for (const register of [registerStart, registerMigrate, registerSource, registerApiKey, registerUser, registerReplay, registerPrune, registerPartitions, registerInlet]) {
   register(program);
 }
-
-(require("./inlet") as typeof import("./inlet")).registerInletCommands(program);
 
 program.parseAsync(process.argv).catch((err: unknown) => {
   const message = err instanceof KeywardError || err instanceof Error ? err.message : String(err);

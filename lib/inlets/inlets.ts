@@ -6,19 +6,17 @@
  * a change up within KEYWARD_INLET_POLL_MS.
  */
 import { KeywardError } from "../errors";
-import { prisma } from "../db/client";
 import { isUniqueViolation } from "../db/errors";
 import { query } from "../db/sql";
-import { parseOrThrow } from "../http/validate";
+import { database, withTransaction, type Db } from "../db/transaction";
 import { recordAction } from "../audit/actions";
 import { actorOf, type Principal } from "../auth/principal";
 import { authSecret } from "../auth/auth";
-import { sourceName } from "../claims/schema";
 import { decryptSecret, encryptSecret } from "../sources/signing-secret";
 import { UUID_RE } from "../deadletters/list";
 import { checkQueue } from "../amqp/connect";
 import { maskAmqpUrl } from "../amqp/url";
-import { createInletRequest, type Inlet, type InletState } from "./schema";
+import type { CreateInletFields, Inlet, InletState } from "./schema";
 
 type InletRow = {
   id: string;
@@ -67,11 +65,10 @@ function toInlet(r: InletRow): Inlet {
   };
 }
 
-async function assertSource(name: string): Promise<string> {
-  const n = parseOrThrow(sourceName, name);
-  const [s] = await query<{ name: string }>("SELECT name FROM sources WHERE name = $1", [n]);
-  if (!s) throw KeywardError.notFound("source_not_found", `no source named "${n}"`);
-  return n;
+async function assertSource(name: string, db: Db): Promise<string> {
+  const [s] = await db.query<{ name: string }>("SELECT name FROM sources WHERE name = $1", [name]);
+  if (!s) throw KeywardError.notFound("source_not_found", `no source named "${name}"`);
+  return name;
 }
 
 /**
@@ -79,9 +76,8 @@ async function assertSource(name: string): Promise<string> {
  * (422 inlet_unreachable with the reason otherwise), so a typo is caught now rather than in the log.
  * 404 for an unknown source, 409 inlet_exists for the same queue on the same broker and user. Recorded.
  */
-export async function createInlet(source: string, input: unknown, actor: Principal): Promise<Inlet> {
-  const name = await assertSource(source);
-  const req = parseOrThrow(createInletRequest, input);
+export async function createInlet(source: string, req: CreateInletFields, actor: Principal, db: Db = database()): Promise<Inlet> {
+  const name = await assertSource(source, db);
   if (req.check) {
     try {
       await checkQueue(req.amqpUrl, req.queue);
@@ -94,17 +90,12 @@ export async function createInlet(source: string, input: unknown, actor: Princip
   const display = maskAmqpUrl(req.amqpUrl);
   const enc = encryptSecret(req.amqpUrl, await authSecret());
   try {
-    return await prisma().$transaction(async (tx) => {
-      const [row] = await tx.$queryRawUnsafe<InletRow[]>(
+    return await withTransaction(async (tx) => {
+      // Raw SQL: the float8 casts of COLUMNS (bigint counters) are shared with the consumer's reads.
+      const [row] = await tx.query<InletRow>(
         `INSERT INTO inlets (source, url_display, url_enc, queue, event_id_from, prefetch, created_by)
          VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING ${COLUMNS}`,
-        name,
-        display,
-        enc,
-        req.queue,
-        req.eventIdFrom,
-        req.prefetch,
-        actorOf(actor),
+        [name, display, enc, req.queue, req.eventIdFrom, req.prefetch, actorOf(actor)],
       );
       const inlet = toInlet(row);
       await recordAction(
@@ -118,7 +109,7 @@ export async function createInlet(source: string, input: unknown, actor: Princip
         tx,
       );
       return inlet;
-    });
+    }, { db });
   } catch (err) {
     if (isUniqueViolation(err)) {
       throw KeywardError.conflict("inlet_exists", `source "${name}" already has an inlet on ${req.queue} at ${display}`);
@@ -128,9 +119,9 @@ export async function createInlet(source: string, input: unknown, actor: Princip
 }
 
 /** The inlets of one source (404 when it does not exist), or of every source; by source, then creation. */
-export async function listInlets(source?: string): Promise<Inlet[]> {
-  const name = source === undefined ? undefined : await assertSource(source);
-  const rows = await query<InletRow>(
+export async function listInlets(source?: string, db: Db = database()): Promise<Inlet[]> {
+  const name = source === undefined ? undefined : await assertSource(source, db);
+  const rows = await db.query<InletRow>(
     `SELECT ${COLUMNS} FROM inlets ${name ? "WHERE source = $1" : ""} ORDER BY source, created_at, id`,
     name ? [name] : [],
   );
@@ -138,11 +129,11 @@ export async function listInlets(source?: string): Promise<Inlet[]> {
 }
 
 /** Removes an inlet (its dead letters stay); consumers stop within a poll. 404 for an unknown id. Recorded. */
-export async function removeInlet(id: string, actor: Principal): Promise<{ removed: Inlet }> {
+export async function removeInlet(id: string, actor: Principal, db: Db = database()): Promise<{ removed: Inlet }> {
   const notFound = () => KeywardError.notFound("inlet_not_found", `no inlet ${id}`);
   if (!UUID_RE.test(id)) throw notFound();
-  return prisma().$transaction(async (tx) => {
-    const [row] = await tx.$queryRawUnsafe<InletRow[]>(`DELETE FROM inlets WHERE id = $1::uuid RETURNING ${COLUMNS}`, id);
+  return withTransaction(async (tx) => {
+    const [row] = await tx.query<InletRow>(`DELETE FROM inlets WHERE id = $1::uuid RETURNING ${COLUMNS}`, [id]);
     if (!row) throw notFound();
     const removed = toInlet(row);
     await recordAction(
@@ -151,7 +142,7 @@ export async function removeInlet(id: string, actor: Principal): Promise<{ remov
       tx,
     );
     return { removed };
-  });
+  }, { db });
 }
 
 /** What a consumer needs to run an inlet: its URL decrypted (null when the auth secret changed). */

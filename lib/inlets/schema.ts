@@ -65,6 +65,10 @@ export const createInletRequest = z.strictObject({
   check: z.boolean().default(true),
 });
 export type CreateInletRequest = z.input<typeof createInletRequest>;
+/** A parsed inlet request: what lib/inlets/inlets.ts takes (the route and the CLI parse with the schema above). */
+export type CreateInletFields = z.output<typeof createInletRequest>;
+/** DELETE /api/v1/inlets/{id}: an id from this API (a malformed one is simply not found). */
+export const inletParams = z.strictObject({ id: z.string().max(100, "must be an inlet id from this API") });
 
 export const INLET_STATES = ["starting", "consuming", "error"] as const;
 export type InletState = (typeof INLET_STATES)[number];

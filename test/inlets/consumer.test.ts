@@ -10,6 +10,8 @@ import { cliPrincipal } from "../../lib/auth/principal";
 import { recordInletLetters } from "../../lib/deadletters/intake";
 import { getDeadLetter } from "../../lib/deadletters/list";
 import { startInletConsumers, type InletConsumers } from "../../lib/inlets/consumers";
+import { parseInput } from "../../lib/http/validate";
+import { createInletRequest } from "../../lib/inlets/schema";
 import { createInlet, listInlets, loadInletConfigs, removeInlet } from "../../lib/inlets/inlets";
 import { letterFromMessage } from "../../lib/inlets/message";
 import { parseEventIdFrom } from "../../lib/inlets/schema";
@@ -32,7 +34,7 @@ async function setup(eventIdFrom?: string, ttlMs?: number) {
   const t = await makeTopology({ ttlMs });
   topologies.push(t);
   const source = await makeSource();
-  const inlet = await createInlet(source, { amqpUrl: AMQP_URL, queue: t.dlq, ...(eventIdFrom ? { eventIdFrom } : {}), prefetch: 5 }, ADMIN);
+  const inlet = await createInlet(source, parseInput(createInletRequest, { amqpUrl: AMQP_URL, queue: t.dlq, ...(eventIdFrom ? { eventIdFrom } : {}), prefetch: 5 }), ADMIN);
   return { t, source, inlet };
 }
 
@@ -200,7 +202,7 @@ describe("RabbitMQ inlet consumer", () => {
     topologies.push(t);
     const source = await makeSource();
     const missing = `${t.dlq}.later`;
-    const inlet = await createInlet(source, { amqpUrl: AMQP_URL, queue: missing, eventIdFrom: "header:x-event-id", check: false }, ADMIN);
+    const inlet = await createInlet(source, parseInput(createInletRequest, { amqpUrl: AMQP_URL, queue: missing, eventIdFrom: "header:x-event-id", check: false }), ADMIN);
     consume(inlet.id);
     const failed = await eventually(async () => {
       const [i] = await listInlets(source);
@@ -228,7 +230,7 @@ describe("a broken connection", () => {
       const source = await makeSource();
       const url = new URL(AMQP_URL);
       url.port = String(proxy.port);
-      const inlet = await createInlet(source, { amqpUrl: url.toString(), queue: t.dlq, eventIdFrom: "header:x-event-id" }, ADMIN);
+      const inlet = await createInlet(source, parseInput(createInletRequest, { amqpUrl: url.toString(), queue: t.dlq, eventIdFrom: "header:x-event-id" }), ADMIN);
       consume(inlet.id);
       t.publish("k", "1", { headers: { "x-event-id": "evt_before" } });
       await stored(source, 1);
@@ -260,7 +262,7 @@ describe("a broken connection", () => {
     try {
       proxy.setMode("blackhole");
       const source = await makeSource();
-      const inlet = await createInlet(source, { amqpUrl: `amqp://guest:guest@127.0.0.1:${proxy.port}/`, queue: "q", check: false }, ADMIN);
+      const inlet = await createInlet(source, parseInput(createInletRequest, { amqpUrl: `amqp://guest:guest@127.0.0.1:${proxy.port}/`, queue: "q", check: false }), ADMIN);
       const c = startInletConsumers({ only: [inlet.id], pollMs: 200, log: () => {} });
       await eventually(async () => (c.running().length === 1 ? true : undefined), "the consumer to start");
       await c.stop(); // the handshake has its own timeout (5 s); the stop waits for no more than that
@@ -278,7 +280,7 @@ describe("inlet credentials", () => {
     const source = await makeSource();
     const url = new URL(AMQP_URL);
     const password = url.password;
-    const inlet = await createInlet(source, { amqpUrl: AMQP_URL, queue: t.dlq }, ADMIN);
+    const inlet = await createInlet(source, parseInput(createInletRequest, { amqpUrl: AMQP_URL, queue: t.dlq }), ADMIN);
     expect(inlet.url).toBe(AMQP_URL.replace(`:${password}@`, ":***@"));
     expect(inlet.eventIdFrom).toBe("property:message_id");
     const [row] = await sql<Record<string, unknown>>("SELECT * FROM inlets WHERE id = $1", [inlet.id]);
@@ -300,19 +302,19 @@ describe("inlet credentials", () => {
     const source = await makeSource();
     const wrong = new URL(AMQP_URL);
     wrong.password = "not-the-password-123";
-    await expect(createInlet(source, { amqpUrl: wrong.toString(), queue: "anything" }, ADMIN)).rejects.toMatchObject({
+    await expect(createInlet(source, parseInput(createInletRequest, { amqpUrl: wrong.toString(), queue: "anything" }), ADMIN)).rejects.toMatchObject({
       status: 422,
       code: "inlet_unreachable",
       message: expect.stringMatching(/login refused/),
     });
-    const err = await createInlet(source, { amqpUrl: wrong.toString(), queue: "anything" }, ADMIN).catch((e: Error) => e);
+    const err = await createInlet(source, parseInput(createInletRequest, { amqpUrl: wrong.toString(), queue: "anything" }), ADMIN).catch((e: Error) => e);
     expect(String((err as Error).message)).not.toContain("not-the-password-123");
-    await expect(createInlet(source, { amqpUrl: AMQP_URL, queue: "kwt-no-such-queue" }, ADMIN)).rejects.toMatchObject({
+    await expect(createInlet(source, parseInput(createInletRequest, { amqpUrl: AMQP_URL, queue: "kwt-no-such-queue" }), ADMIN)).rejects.toMatchObject({
       status: 422,
       message: expect.stringMatching(/queue "kwt-no-such-queue" not found/),
     });
-    await expect(createInlet(source, { amqpUrl: "https://x/", queue: "q" }, ADMIN)).rejects.toMatchObject({ status: 422 });
-    await expect(createInlet("no-such-source-inlet", { amqpUrl: AMQP_URL, queue: "q" }, ADMIN)).rejects.toMatchObject({ status: 404 });
+    await expect(createInlet(source, parseInput(createInletRequest, { amqpUrl: "https://x/", queue: "q" }), ADMIN)).rejects.toMatchObject({ status: 422 });
+    await expect(createInlet("no-such-source-inlet", parseInput(createInletRequest, { amqpUrl: AMQP_URL, queue: "q" }), ADMIN)).rejects.toMatchObject({ status: 404 });
     expect(await listInlets(source)).toEqual([]);
   });
 });

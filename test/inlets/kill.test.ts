@@ -10,6 +10,8 @@ import { spawn, type ChildProcess } from "node:child_process";
 import path from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { cliPrincipal } from "../../lib/auth/principal";
+import { parseInput } from "../../lib/http/validate";
+import { createInletRequest } from "../../lib/inlets/schema";
 import { createInlet } from "../../lib/inlets/inlets";
 import { makeSource, sql } from "../setup/db";
 import { AMQP_URL, eventually, makeTopology, type Topology } from "../setup/rabbitmq";
@@ -46,7 +48,7 @@ describe("a consumer killed mid-stream", () => {
     topology = await makeTopology({ ttlMs: 0 });
     const t = topology;
     const source = await makeSource();
-    const inlet = await createInlet(source, { amqpUrl: AMQP_URL, queue: t.dlq, eventIdFrom: "header:x-event-id", prefetch: 10 }, cliPrincipal());
+    const inlet = await createInlet(source, parseInput(createInletRequest, { amqpUrl: AMQP_URL, queue: t.dlq, eventIdFrom: "header:x-event-id", prefetch: 10 }), cliPrincipal());
     for (let i = 0; i < N; i++) t.publish("order.created", `{"n":${i}}`, { headers: { "x-event-id": `evt_${i}` }, contentType: "application/json" });
     await t.waitForDepth(t.dlq, N);
 

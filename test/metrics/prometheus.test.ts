@@ -9,6 +9,8 @@ import parsePrometheusTextFormat from "parse-prometheus-text-format";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { cliPrincipal } from "../../lib/auth/principal";
 import { recordDeadLetter, recordInletLetters } from "../../lib/deadletters/intake";
+import { parseInput } from "../../lib/http/validate";
+import { createInletRequest } from "../../lib/inlets/schema";
 import { createInlet, reportInlet } from "../../lib/inlets/inlets";
 import { takeSample } from "../../lib/metrics/sampler";
 import { pruneExpiredKeys } from "../../lib/retention/prune";
@@ -148,7 +150,7 @@ describe("GET /metrics", () => {
 
   it("exports each RabbitMQ inlet's lag as its consumer reported it, and unidentified dead letters", async () => {
     const source = await makeSource();
-    const inlet = await createInlet(source, { amqpUrl: "amqp://guest:guest@127.0.0.1:5672/", queue: uniq("q"), check: false }, cliPrincipal());
+    const inlet = await createInlet(source, parseInput(createInletRequest, { amqpUrl: "amqp://guest:guest@127.0.0.1:5672/", queue: uniq("q"), check: false }), cliPrincipal());
     const labels = { source, inlet: inlet.id };
     const before = await scrape(TOKEN);
     expect(value(before, "keyward_inlet_up", labels)).toBe(0);

@@ -11,6 +11,9 @@ import { Webhook } from "standardwebhooks";
 import type { Channel, GetMessage } from "amqplib";
 import { cliPrincipal } from "../../lib/auth/principal";
 import { recordInletLetters } from "../../lib/deadletters/intake";
+import { parseInput } from "../../lib/http/validate";
+import { startReplayRequest } from "../../lib/replay/schema";
+import { createInletRequest } from "../../lib/inlets/schema";
 import { createInlet } from "../../lib/inlets/inlets";
 import { letterFromMessage } from "../../lib/inlets/message";
 import { parseEventIdFrom } from "../../lib/inlets/schema";
@@ -51,7 +54,7 @@ async function topology(): Promise<Topology> {
 
 /** Dead letters made by the inlet mapping of messages RabbitMQ dead-lettered from `work` into `dlq`. */
 async function lettersThroughInlet(t: Topology, source: string, messages: { key: string; body: Buffer; id: string; type: string }[]) {
-  const inlet = await createInlet(source, { amqpUrl: AMQP_URL, queue: t.dlq, eventIdFrom: "header:x-event-id" }, ACTOR);
+  const inlet = await createInlet(source, parseInput(createInletRequest, { amqpUrl: AMQP_URL, queue: t.dlq, eventIdFrom: "header:x-event-id" }), ACTOR);
   for (const m of messages) t.publish(m.key, m.body, { contentType: m.type, headers: { "x-event-id": m.id } });
   await t.waitForDepth(t.work, messages.length);
   await t.rejectAll();
@@ -68,7 +71,7 @@ async function lettersThroughInlet(t: Topology, source: string, messages: { key:
 
 async function replayAll(source: string): Promise<string> {
   const pf = await createPreflight({ source }, ACTOR);
-  const { replayId } = await startReplay({ preflightId: pf.preflightId, include: ["never_processed"], ratePerSecond: 100 }, uniq("k"), ACTOR);
+  const { replayId } = await startReplay(parseInput(startReplayRequest, { preflightId: pf.preflightId, include: ["never_processed"], ratePerSecond: 100 }), uniq("k"), ACTOR);
   worker();
   await eventually(async () => ((await getReplay(replayId)).status === "completed" ? true : undefined), "the replay to complete", 60_000);
   return replayId;

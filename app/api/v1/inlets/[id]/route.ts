@@ -4,6 +4,10 @@
  * `inlet.remove`.
  */
 import { removeInlet } from "@/lib/inlets/inlets";
+import { inletParams } from "@/lib/inlets/schema";
 import { json, route } from "@/lib/http/route";
 
-export const DELETE = route<{ id: string }>(async ({ params, principal }) => json(await removeInlet(params.id, principal)), { allow: ["admin"] });
+export const DELETE = route(async ({ params, principal }) => json(await removeInlet(params.id, principal)), {
+  allow: ["admin"],
+  params: inletParams,
+});

@@ -7,11 +7,15 @@
  * as `inlet.create`. docs/inlets.md.
  */
 import { createInlet, listInlets } from "@/lib/inlets/inlets";
-import { json, readJson, route } from "@/lib/http/route";
+import { createInletRequest } from "@/lib/inlets/schema";
+import { sourceParams } from "@/lib/sources/schema";
+import { json, route } from "@/lib/http/route";
 
-export const GET = route<{ name: string }>(async ({ params }) => json({ inlets: await listInlets(params.name) }), { allow: ["admin"] });
+export const GET = route(async ({ params }) => json({ inlets: await listInlets(params.name) }), { allow: ["admin"], params: sourceParams });
 
-export const POST = route<{ name: string }>(
-  async ({ req, params, principal }) => json(await createInlet(params.name, await readJson(req, 16 * 1024), principal), 201),
-  { allow: ["admin"] },
-);
+export const POST = route(async ({ params, body, principal }) => json(await createInlet(params.name, body, principal), 201), {
+  allow: ["admin"],
+  params: sourceParams,
+  body: createInletRequest,
+  maxBodyBytes: 16 * 1024,
+});

@@ -1,37 +1,20 @@
 /**
  * `keyward inlet add|list|remove`: RabbitMQ queues whose messages become a source's dead letters
- * (docs/inlets.md). Registered on the program by lib/cli/main.ts; opens the same database as every
+ * (docs/inlets.md). Opens the same database as every
  * other command. The AMQP URL is stored encrypted and printed only with its password masked.
  */
 import { readFileSync } from "node:fs";
-import { Command, InvalidArgumentError } from "commander";
-import { migrationTarget, openDatabase } from "../db/open";
-import { migrate } from "../db/migrate";
-import { closeDb } from "../db/client";
-import { cliPrincipal } from "../auth/principal";
-import { createInlet, listInlets, removeInlet } from "../inlets/inlets";
-import { DEFAULT_EVENT_ID_FROM, DEFAULT_PREFETCH, parseEventIdFrom, type Inlet } from "../inlets/schema";
-
-async function withDatabase(work: () => Promise<void>): Promise<void> {
-  const database = await openDatabase();
-  try {
-    await migrate(migrationTarget(database).url);
-    await work();
-  } finally {
-    await closeDb();
-    await database.close();
-  }
-}
+import { InvalidArgumentError, type Command } from "commander";
+import { cliPrincipal } from "../../auth/principal";
+import { parseInput } from "../../http/validate";
+import { createInlet, listInlets, removeInlet } from "../../inlets/inlets";
+import { createInletRequest, DEFAULT_EVENT_ID_FROM, DEFAULT_PREFETCH, parseEventIdFrom, type Inlet } from "../../inlets/schema";
+import { printTable, wholeNumber, withDatabase } from "../io";
 
 function eventIdFrom(value: string): string {
   const r = parseEventIdFrom(value);
   if (!r.ok) throw new InvalidArgumentError(r.error);
   return value;
-}
-
-function prefetch(value: string): number {
-  if (!/^\d+$/.test(value)) throw new InvalidArgumentError(`"${value}" is not a whole number`);
-  return Number(value);
 }
 
 /** One line per inlet: where it reads, how, and how it is doing. */
@@ -50,16 +33,7 @@ function describeInlet(i: Inlet): Record<string, string> {
   };
 }
 
-function printTable(rows: Record<string, string>[]): void {
-  if (rows.length === 0) return;
-  const cols = Object.keys(rows[0]);
-  const width = cols.map((c) => Math.max(c.length, ...rows.map((r) => r[c].length)));
-  const line = (cells: string[]) => cells.map((c, i) => c.padEnd(width[i])).join("  ").trimEnd();
-  console.log(line(cols));
-  for (const r of rows) console.log(line(cols.map((c) => r[c])));
-}
-
-export function registerInletCommands(program: Command): void {
+export function registerInlet(program: Command): void {
   const inlet = program.command("inlet").description("RabbitMQ queues whose messages become a source's dead letters");
 
   inlet
@@ -69,13 +43,14 @@ export function registerInletCommands(program: Command): void {
     .option("--amqp-url-file <path>", "read the URL from this file (keeps the password off the command line)")
     .requiredOption("--queue <name>", "the queue to consume")
     .option("--event-id-from <where>", "header:<name> | property:message_id | property:correlation_id | json:<path>", eventIdFrom, DEFAULT_EVENT_ID_FROM)
-    .option("--prefetch <n>", "messages held unacknowledged at once (1–1000)", prefetch, DEFAULT_PREFETCH)
+    .option("--prefetch <n>", "messages held unacknowledged at once (1–1000)", wholeNumber, DEFAULT_PREFETCH)
     .option("--no-check", "save without connecting first (the consumer reports problems on the inlet)")
     .action(async (source: string, o: { amqpUrl?: string; amqpUrlFile?: string; queue: string; eventIdFrom: string; prefetch: number; check: boolean }) => {
       const amqpUrl = o.amqpUrl ?? (o.amqpUrlFile ? readFileSync(o.amqpUrlFile, "utf8").trim() : process.env.KEYWARD_INLET_AMQP_URL);
       if (!amqpUrl) throw new Error("give the broker's URL: --amqp-url, --amqp-url-file or KEYWARD_INLET_AMQP_URL");
       await withDatabase(async () => {
-        const i = await createInlet(source, { amqpUrl, queue: o.queue, eventIdFrom: o.eventIdFrom, prefetch: o.prefetch, check: o.check }, cliPrincipal());
+        const request = parseInput(createInletRequest, { amqpUrl, queue: o.queue, eventIdFrom: o.eventIdFrom, prefetch: o.prefetch, check: o.check });
+        const i = await createInlet(source, request, cliPrincipal());
         console.log(`added inlet ${i.id}: ${i.queue} at ${i.url} → dead letters of ${i.source} (event id from ${i.eventIdFrom}, prefetch ${i.prefetch})`);
         console.log("running servers start consuming it within a few seconds (KEYWARD_INLET_POLL_MS)");
       });
