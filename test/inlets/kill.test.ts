@@ -28,7 +28,7 @@ afterAll(async () => {
 
 function startConsumer(inletId: string): { child: ChildProcess; output: () => string } {
   // tsx as a loader in this very process (tsx's CLI would stand between the signal and the consumer).
-  const child = spawn(process.execPath, ["--import", "tsx", path.join(ROOT, "test/inlets/consumer-child.ts"), inletId], {
+  const child = spawn(process.execPath, ["--require", path.join(ROOT, "bin/outside-next.cjs"), "--import", "tsx", path.join(ROOT, "test/inlets/consumer-child.ts"), inletId], {
     cwd: ROOT,
     env: process.env,
     stdio: ["ignore", "pipe", "pipe"],

@@ -16,7 +16,7 @@ describe("inletLagRow", () => {
       id: "i1", source: "billing", queue: "orders.dlq",
       state: { text: "Consuming", tone: "ok" },
       waiting: "1,234",
-      lastMessage: "2.5 s after it was dead-lettered, 1m 30s ago",
+      lastMessage: "2.5 s after it was dead-lettered, 1m30s ago",
     });
   });
 
