@@ -129,9 +129,9 @@ export async function benchAudit(pool: pg.Pool, databaseUrl: string, apiKey: str
   const headers = { authorization: `Bearer ${apiKey}` };
   const get = async (path: string, expectRows?: boolean) => {
     const res = await fetch(server.baseUrl + path, { headers });
-    const body = (await res.json()) as { rows?: unknown[]; timeline?: unknown[] };
+    const body = (await res.json()) as { items?: unknown[]; timeline?: unknown[] };
     if (res.status !== 200) throw new Error(`${path} → ${res.status} ${JSON.stringify(body)}`);
-    if (expectRows && !(body.rows?.length || body.timeline?.length)) throw new Error(`${path} → no rows`);
+    if (expectRows && !(body.items?.length || body.timeline?.length)) throw new Error(`${path} → no rows`);
   };
   const rand = (n: number) => Math.floor(Math.random() * n);
   const randomEvent = () => {

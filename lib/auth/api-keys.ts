@@ -7,7 +7,7 @@ import "server-only";
 import { createHash, randomBytes, timingSafeEqual } from "node:crypto";
 import { KeywardError } from "../errors";
 import { isUniqueViolation } from "../db/errors";
-import { query, type PreparedSql } from "../db/sql";
+import { query, type PreparedSql, type Queryable } from "../db/sql";
 import { database, withTransaction, type Db } from "../db/transaction";
 import type { NewApiKey } from "./schema";
 import { recordAction } from "../audit/actions";
@@ -92,12 +92,13 @@ const VERIFY_KEY_SQL: PreparedSql = {
  * (so the claim hot path does not write the key row on every request). Returns null if invalid.
  * Raw SQL: it runs before every claim, as a named prepared statement (docs/benchmarks.md).
  */
-export async function verifyApiKey(presented: string): Promise<ApiKeyPrincipal | null> {
+export async function verifyApiKey(presented: string, on?: Queryable): Promise<ApiKeyPrincipal | null> {
   const m = KEY_PATTERN.exec(presented);
   if (!m) return null;
   const rows = await query<{ id: string; name: string; scopes: string[]; key_hash: string; revoked: boolean }>(
     VERIFY_KEY_SQL,
     [m[1], sha256(presented).toString("hex")],
+    on,
   );
   const row = rows[0];
   if (!row) return null;

@@ -6,7 +6,8 @@
  *
  * Each step is reported through `report` as it completes, so each caller words its own output (the
  * server's log lines, `keyward migrate`'s summary) and a failure comes after what did happen. On a
- * failure the database is released before the error is rethrown.
+ * failure the database is released before the error is rethrown. (The one lib/db module that calls
+ * domain code: the upkeep belongs to lib/audit and lib/retention, the order of start-up here.)
  */
 import { dropExpiredAuditPartitions, ensureAuditPartitions } from "../audit/partitions";
 import { loadEnv } from "../config/env";

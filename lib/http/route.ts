@@ -237,7 +237,7 @@ export function errorResponse(err: unknown): Response {
 export const MAX_BODY_BYTES = 1024 * 1024;
 
 /** Reads a JSON body: 413 above 1 MiB, 415 unless JSON, 400 when it is not UTF-8 or does not parse. */
-export async function readJson(req: Request, maxBytes = MAX_BODY_BYTES): Promise<unknown> {
+async function readJson(req: Request, maxBytes = MAX_BODY_BYTES): Promise<unknown> {
   assertJsonType(req, maxBytes);
   return parseJson(decodeUtf8(await readLimited(req, maxBytes)));
 }
@@ -248,7 +248,7 @@ export async function readJson(req: Request, maxBytes = MAX_BODY_BYTES): Promise
  * so the bytes and the parsed value always say the same thing. JSON.parse is iterative in V8: any
  * nesting depth parses without exhausting the stack.
  */
-export async function readJsonBody(req: Request, maxBytes = MAX_BODY_BYTES): Promise<{ bytes: Buffer; value: unknown }> {
+async function readJsonBody(req: Request, maxBytes = MAX_BODY_BYTES): Promise<{ bytes: Buffer; value: unknown }> {
   assertJsonType(req, maxBytes);
   const bytes = await readLimited(req, maxBytes);
   return { bytes, value: parseJson(decodeUtf8(bytes)) };
@@ -281,7 +281,7 @@ function parseJson(text: string): unknown {
 }
 
 /** Like readJson, for routes whose body is optional: a request without Content-Type or body reads as `{}`. */
-export async function readOptionalJson(req: Request, maxBytes = MAX_BODY_BYTES): Promise<unknown> {
+async function readOptionalJson(req: Request, maxBytes = MAX_BODY_BYTES): Promise<unknown> {
   const length = req.headers.get("content-length");
   if (!req.headers.has("content-type") && (length === null || length === "0")) return {};
   return readJson(req, maxBytes);

@@ -79,7 +79,7 @@ describe("API keys over HTTP", () => {
     // …and the actions route shows them to the admin.
     const actions = await asAdmin("GET", `/api/v1/actions?actor=${encodeURIComponent(`user:${admin.username}`)}&limit=50`);
     expect(actions.status).toBe(200);
-    const mine = (actions.body.actions as { action: string; target: { id: string } | null }[]).filter((a) => a.target?.id === id);
+    const mine = (actions.body.items as { action: string; target: { id: string } | null }[]).filter((a) => a.target?.id === id);
     expect(mine.map((a) => a.action)).toEqual(["api_key.revoke", "api_key.create"]);
   });
 

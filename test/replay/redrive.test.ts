@@ -220,7 +220,7 @@ describe("re-drive", { timeout: 240_000 }, () => {
 
     const actions = await asOperator("GET", "/api/v1/actions?limit=100");
     expect(actions.status).toBe(200);
-    const logged = (actions.body.actions as unknown[]).filter((a) => JSON.stringify(a).includes(forced.body.replayId));
+    const logged = (actions.body.items as unknown[]).filter((a) => JSON.stringify(a).includes(forced.body.replayId));
     expect(logged.length).toBeGreaterThanOrEqual(1);
     expect(JSON.stringify(logged)).toContain(reason);
   });
