@@ -19,6 +19,7 @@ import { matchFastRoute, serveFast } from "./fast-routes";
 import { dropExpiredAuditPartitions, ensureAuditPartitions, scheduleAuditPartitions } from "../audit/partitions";
 import { schedulePruning } from "../retention/schedule";
 import { scheduleReplayWorker } from "../replay/executor";
+import { lateDuplicatesJob, scheduleJob } from "../retention/late-duplicates";
 import { applyDedupModeSetting } from "../retention/partitions";
 import { pageHeaders } from "../http/headers";
 import { KeywardError } from "../errors";
@@ -103,6 +104,7 @@ export async function startServer(options: { build?: boolean } = {}): Promise<vo
   const stopSampler = scheduleMetricsSampler((msg) => console.error(`[keyward] ${msg}`));
   const stopPruning = schedulePruning((msg) => console.error(`[keyward] ${msg}`));
   const stopReplays = scheduleReplayWorker((msg) => console.error(`[keyward] ${msg}`));
+  const stopLateDuplicates = scheduleJob(lateDuplicatesJob, (msg) => console.error(`[keyward] ${msg}`));
   await printFirstStartHints();
 
   let stopping = false;
@@ -115,6 +117,7 @@ export async function startServer(options: { build?: boolean } = {}): Promise<vo
     const pruningStopped = stopPruning();
     // Deliveries in flight are aborted and their items put back (a restart resumes them).
     const replaysStopped = stopReplays();
+    const lateDuplicatesStopped = stopLateDuplicates();
     // Let requests in flight finish (a committed claim must get its answer), then cut what is left.
     const closed = new Promise((r) => server.close(r));
     server.closeIdleConnections();
@@ -122,6 +125,7 @@ export async function startServer(options: { build?: boolean } = {}): Promise<vo
     if (!drained) server.closeAllConnections();
     await pruningStopped; // a run in progress ends after its current batch, before the pool closes
     await replaysStopped;
+    await lateDuplicatesStopped;
     await flushClaimCounts().catch(() => {});
     await samplerStopped; // a sample in progress commits or rolls back before the pool closes
     await closeDb();
