@@ -23,9 +23,11 @@
  *
  * How it bounds its work: BATCH_SIZE audit rows per statement, batches until caught up or BUDGET_MS has
  * passed or the signal aborts; one instance at a time (the job lease `late_duplicates`, lib/db/lease.ts).
+ * Every KEYWARD_LATE_DUPLICATES_INTERVAL_SECONDS (default 60; 0 turns it off).
  * A find shows within SETTLE_SECONDS + one interval + one run: under 3 minutes while it keeps up.
  * On a first run it starts DUPLICATE_AGES_KEPT_DAYS back and catches up over the following runs.
  */
+import { loadEnv } from "../config/env";
 import { withLease } from "../db/lease";
 import { query, type Queryable } from "../db/sql";
 import { DUPLICATE_AGES_KEPT_DAYS } from "../metrics/duplicate-ages";
@@ -151,7 +153,8 @@ export async function detectLateDuplicates(options: DetectOptions = {}): Promise
     return out;
   };
   if (options.on) return run();
-  const held = await withLease("late_duplicates", LEASE_SECONDS, (lease) => run(lease.lost));
+  // One lease per position: runs that share a position never overlap.
+  const held = await withLease(options.cursorKey ?? CURSOR_KEY, LEASE_SECONDS, (lease) => run(lease.lost));
   return held.held ? held.value : { scanned: 0, found: 0, markedReplay: 0, deleted: 0, batches: 0, skipped: true };
 }
 
@@ -161,7 +164,10 @@ export async function detectLateDuplicates(options: DetectOptions = {}): Promise
  */
 export const lateDuplicatesJob = {
   name: "late-duplicates",
-  everyMs: 60_000,
+  /** KEYWARD_LATE_DUPLICATES_INTERVAL_SECONDS (default 60; 0: never). */
+  get everyMs(): number {
+    return loadEnv().KEYWARD_LATE_DUPLICATES_INTERVAL_SECONDS * 1000;
+  },
   run: async (signal: AbortSignal): Promise<void> => {
     await detectLateDuplicates({ signal });
   },
@@ -176,6 +182,7 @@ export function scheduleJob(
   job: { name: string; everyMs: number; run: (signal: AbortSignal) => Promise<void> },
   log: (msg: string) => void,
 ): () => Promise<void> {
+  if (job.everyMs === 0) return async () => {};
   const abort = new AbortController();
   let running: Promise<void> | undefined;
   let timer: NodeJS.Timeout | undefined;

@@ -10,6 +10,8 @@ process.env.DATABASE_URL = inject("databaseUrl");
 process.env.KEYWARD_PRUNE_INTERVAL_SECONDS = "0";
 // Nor may a server run the replay executor unless its test asks for it (KEYWARD_REPLAY_WORKER=1 in its env).
 process.env.KEYWARD_REPLAY_WORKER = "0";
+// Nor the late-duplicate job (it reads the whole shared audit history); its tests run it themselves.
+process.env.KEYWARD_LATE_DUPLICATES_INTERVAL_SECONDS = "0";
 
 export const uniq = (prefix = "t") => `${prefix}-${randomBytes(4).toString("hex")}`;
 
