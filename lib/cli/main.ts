@@ -22,6 +22,8 @@ import { pruneRequest } from "../retention/prune-schema";
 import { applyDedupModeSetting, disablePartitionMode, enablePartitionMode, partitionStatus } from "../retention/partitions";
 import { parseOrThrow } from "../http/validate";
 import { changeReplay, getReplay, listReplays } from "../replay/replays";
+import { registerSourceAdvice } from "./advice";
+import { registerDemo } from "./demo";
 
 const program = new Command()
   .name("keyward")
@@ -201,6 +203,8 @@ source
       );
     });
   });
+
+registerSourceAdvice(source, withDatabase);
 
 const apikey = program.command("apikey").description("API keys for services (the key is shown once)");
 
@@ -467,6 +471,8 @@ partitions
       );
     });
   });
+
+registerDemo(program);
 
 function wholeNumber(value: string): number {
   if (!/^\d+$/.test(value)) throw new InvalidArgumentError(`"${value}" is not a whole number`);

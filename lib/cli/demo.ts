@@ -1,0 +1,59 @@
+/**
+ * `keyward demo` (and `npm run demo`): the console on a separate embedded database in ./.keyward-demo/,
+ * filled on first start with a few days of simulated history (lib/demo/seed.ts), with a banner saying it
+ * is demo data. A configured DATABASE_URL is never used: the demo cannot touch a real database.
+ */
+import { rm } from "node:fs/promises";
+import path from "node:path";
+import type { Command } from "commander";
+import { openDatabase } from "../db/open";
+import { migrate } from "../db/migrate";
+import { closeDb } from "../db/client";
+import { ensureAuditPartitions } from "../audit/partitions";
+import { DEMO_DAYS, DEMO_USER, isSeeded, seedDemo } from "../demo/seed";
+
+export const DEMO_DIR = ".keyward-demo";
+
+/** Points this process at the demo's own embedded database, whatever the environment says. */
+export function useDemoEnvironment(dir = path.resolve(DEMO_DIR)): void {
+  for (const name of ["DATABASE_URL", "KEYWARD_MIGRATE_DATABASE_URL"]) delete process.env[name];
+  process.env.KEYWARD_DATA_DIR = dir;
+  process.env.KEYWARD_DEMO = "1";
+}
+
+/** Migrates the demo database and seeds it if it is new; releases it again. */
+export async function prepareDemo(log: (msg: string) => void): Promise<void> {
+  const database = await openDatabase();
+  try {
+    await migrate(database.url);
+    await ensureAuditPartitions();
+    if (await isSeeded()) {
+      log("demo data found; starting");
+    } else {
+      const r = await seedDemo((msg) => log(`seeding: ${msg}`));
+      log(`seeded ${DEMO_DAYS} days: ${r.claims} claims, ${r.duplicates} duplicates, ${r.lateDuplicates} late duplicates, ${r.keys} live keys`);
+    }
+  } finally {
+    await closeDb();
+    await database.close();
+    delete process.env.DATABASE_URL; // openDatabase pointed it at the embedded port it has just closed
+  }
+}
+
+export function registerDemo(program: Command): void {
+  program
+    .command("demo")
+    .description(`the console with ${DEMO_DAYS} days of simulated history for three senders, on its own embedded database in ./${DEMO_DIR}/ (never DATABASE_URL)`)
+    .option("--reset", `delete ./${DEMO_DIR}/ first and seed it anew`)
+    .option("--no-build", "serve the existing build without checking whether it is current")
+    .action(async (o: { reset?: boolean; build: boolean }) => {
+      const log = (msg: string) => console.log(`[keyward demo] ${msg}`);
+      if (process.env.DATABASE_URL) log(`DATABASE_URL is ignored: the demo keeps its own data in ./${DEMO_DIR}/`);
+      useDemoEnvironment();
+      if (o.reset) await rm(path.resolve(DEMO_DIR), { recursive: true, force: true });
+      await prepareDemo(log);
+      log(`sign in as ${DEMO_USER.username} / ${DEMO_USER.password} (an admin of the demo only)`);
+      const { startServer } = require("../server/start") as typeof import("../server/start");
+      await startServer({ build: o.build });
+    });
+}
