@@ -1,5 +1,6 @@
 "use client";
 
+import Link from "next/link";
 import { useState } from "react";
 import { formatDateTime } from "@/components/ui/format";
 import { formatDuration } from "@/lib/sources/duration";
@@ -38,7 +39,9 @@ export function SourceCard({
     <article className={`panel source-card${flagged ? " source-card--flagged" : ""}`} aria-labelledby={titleId}>
       <header className="source-card__header">
         <h3 className="source-card__title source-name" id={titleId}>
-          {source.name}
+          <Link href={`/sources/${encodeURIComponent(source.name)}`} title={`${source.name}: advisor, duplicate ages, late duplicates, charts`}>
+            {source.name}
+          </Link>
         </h3>
         <span className={`status ${flagged ? "status--warn" : "status--ok"}`}>
           <span aria-hidden="true">{flagged ? "⚠ " : "✓ "}</span>

@@ -39,6 +39,7 @@ export function SourceForm<Body>({
   submitLabel,
   onCancel,
   children,
+  preview,
 }: {
   mode: "create" | "edit";
   initial: SourceFormState;
@@ -52,6 +53,8 @@ export function SourceForm<Body>({
   onCancel?: () => void;
   /** Shown above the buttons, e.g. what a change applies to. */
   children?: ReactNode;
+  /** Rendered with the typed state above `children`: the edit preview (SourcePreview). */
+  preview?: (state: SourceFormState) => ReactNode;
 }) {
   const id = useId();
   const hydrated = useHydrated();
@@ -225,6 +228,7 @@ export function SourceForm<Body>({
         {fieldError("deadLetterRetention")}
       </div>
 
+      {preview?.(state)}
       {children}
       <div className="form__actions">
         <button type="submit" className="button button--primary" disabled={!hydrated || pending}>
