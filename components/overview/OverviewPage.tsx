@@ -6,9 +6,10 @@ import { RefreshStatus } from "@/components/ui/RefreshStatus";
 import type { MetricsRange } from "@/lib/metrics/schema";
 import { OVERVIEW_REFRESH_MS, overviewQuery } from "@/lib/overview/queries";
 import { MetricsPanel } from "./MetricsPanel";
+import { PruneFailures } from "./PruneFailures";
 import { OverviewDataTable } from "./OverviewDataTable";
 
-export function OverviewPage({ range }: { range: MetricsRange }) {
+export function OverviewPage({ range, source = null }: { range: MetricsRange; source?: string | null }) {
   // Same query as the data table (one request, shared cache); read here only for the freshness line.
   const { data, isFetching, isError, refetch } = useQuery(overviewQuery());
   return (
@@ -26,8 +27,9 @@ export function OverviewPage({ range }: { range: MetricsRange }) {
           />
         }
       />
+      <PruneFailures />
       <OverviewDataTable />
-      <MetricsPanel range={range} />
+      <MetricsPanel range={range} source={source} />
     </>
   );
 }

@@ -11,16 +11,17 @@ export const METRICS_REFRESH_MS = 60_000;
 
 export const metricsKeys = {
   all: ["metrics"] as const,
-  range: (range: MetricsRange) => [...metricsKeys.all, range] as const,
+  range: (range: MetricsRange, source: string | null = null) => [...metricsKeys.all, range, source] as const,
 };
 
-export function metricsQuery(range: MetricsRange) {
+/** The charts of `range`, of the whole table or (`source`) of one source. */
+export function metricsQuery(range: MetricsRange, source: string | null = null) {
   return queryOptions({
-    queryKey: metricsKeys.range(range),
+    queryKey: metricsKeys.range(range, source),
     queryFn: async ({ signal }): Promise<MetricsResponse> => {
       const to = new Date();
       const from = new Date(to.getTime() - METRICS_RANGES[range] * 1000);
-      const params = new URLSearchParams({ from: from.toISOString(), to: to.toISOString() });
+      const params = new URLSearchParams({ from: from.toISOString(), to: to.toISOString(), ...(source ? { source } : {}) });
       const parsed = metricsResponseSchema.safeParse(await getJson(`/api/v1/metrics?${params}`, signal));
       if (!parsed.success) {
         throw new ApiError(200, "unexpected_response", "the server's metrics do not match this console version; reload the page");

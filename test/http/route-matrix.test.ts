@@ -90,6 +90,10 @@ describe("every route under app/api declares who may call it", () => {
       "POST /api/v1/replays/[id]/resume",
       "POST /api/v1/replays/[id]/cancel",
       "POST /api/v1/sources/[name]/signing-secret",
+      // Retention tuning from evidence (issue 14): the advisor, late duplicates, the edit preview.
+      "GET /api/v1/sources/[name]/advice",
+      "GET /api/v1/sources/[name]/late-duplicates",
+      "POST /api/v1/sources/[name]/preview",
     ]) {
       expect(exportsFound.map(label)).toContain(r);
     }
