@@ -67,7 +67,7 @@ export type AdviceSummary = {
 const count = (n: number) => new Intl.NumberFormat("en-US").format(n);
 
 export const partsLine = (p: SourceParts) =>
-  [p.retryWindowSeconds, p.queueLagSeconds, p.clockSkewSeconds, p.replaySeconds].map(humanDuration).join(" + ");
+  [p.retryWindowSeconds, p.queueLagSeconds, p.clockSkewSeconds, p.replaySeconds].map((s) => humanDuration(s, true)).join(" + ");
 
 const sameParts = (a: SourceParts, b: SourceParts) =>
   a.retryWindowSeconds === b.retryWindowSeconds && a.queueLagSeconds === b.queueLagSeconds && a.clockSkewSeconds === b.clockSkewSeconds && a.replaySeconds === b.replaySeconds;
@@ -82,7 +82,7 @@ export function summarizeAdvice(a: AdviceResponse): AdviceSummary {
     o.lateDuplicates > 0
       ? `${count(o.lateDuplicates)} event${o.lateDuplicates === 1 ? " was" : "s were"} processed twice: the key had expired when a later delivery came`
       : null;
-  const current = `TTL ${humanDuration(a.current.ttlSeconds)}: ${partsLine(a.current.parts)}`;
+  const current = `TTL ${humanDuration(a.current.ttlSeconds, true)}: ${partsLine(a.current.parts)}`;
   if (!a.recommended) return { observed, late, current, verdict: a.reason ?? "No recommendation.", changes: false, tone: late ? "warn" : "neutral" };
   const changes = !sameParts(a.recommended.parts, a.current.parts);
   return {
@@ -90,7 +90,7 @@ export function summarizeAdvice(a: AdviceResponse): AdviceSummary {
     late,
     current,
     verdict: changes
-      ? `Recommended: TTL ${humanDuration(a.recommended.ttlSeconds)} (${partsLine(a.recommended.parts)})`
+      ? `Recommended: TTL ${humanDuration(a.recommended.ttlSeconds, true)} (${partsLine(a.recommended.parts)})`
       : `The current TTL covers what arrived: no change needed`,
     changes,
     tone: changes || late ? "warn" : "ok",

@@ -51,8 +51,11 @@ export type Advice = {
 const H = 3600;
 const D = 86400;
 
-/** A duration in words for sentences: "3 d 2 h", "45 min", "12 s". */
-export function humanDuration(seconds: number): string {
+/**
+ * A duration in words for sentences: "3 d 2 h", "45 min", "12 s" — the two largest units (an observed
+ * age, rounded down), or every unit with `exact` (a configured part: "5 d 18 h 55 min").
+ */
+export function humanDuration(seconds: number, exact = false): string {
   const s = Math.round(seconds);
   if (s < 60) return `${s} s`;
   const parts: string[] = [];
@@ -61,10 +64,12 @@ export function humanDuration(seconds: number): string {
     const n = Math.floor(rest / size);
     if (n > 0) parts.push(`${n} ${unit}`);
     rest -= n * size;
-    if (parts.length === 2) break;
+    if (parts.length === 2 && !exact) break;
   }
   return parts.join(" ");
 }
+
+const exactly = (seconds: number) => humanDuration(seconds, true);
 
 /** Rounds a window up to a figure people type: whole minutes up to an hour, hours up to 2 days, then 6 hours. */
 export function roundUpWindow(seconds: number): number {
@@ -147,7 +152,7 @@ export function advise(input: AdvisorInput): Advice {
     }
   }
   if (retry > cur.retryWindowSeconds) {
-    reasons.push(`A retry window of ${humanDuration(retry)} covers ${input.late.count > 0 && lateGap >= p999 ? "every late duplicate" : "that tail"}.`);
+    reasons.push(`A retry window of ${exactly(retry)} covers ${input.late.count > 0 && lateGap >= p999 ? "every late duplicate" : "that tail"}.`);
   } else {
     reasons.push(`Your ${declared} retry window already covers what arrived; it stays (the design anchors it to the sender's longest documented window).`);
   }
@@ -158,14 +163,14 @@ export function advise(input: AdvisorInput): Advice {
   for (const k of ["queueLagSeconds", "clockSkewSeconds", "replaySeconds"] as const) {
     if (parts[k] === 0) {
       parts[k] = MIN_MARGINS[k];
-      reasons.push(`Your ${names[k]} margin is zero, which the checks refuse: it becomes ${humanDuration(MIN_MARGINS[k])}.`);
+      reasons.push(`Your ${names[k]} margin is zero, which the checks refuse: it becomes ${exactly(MIN_MARGINS[k])}.`);
     }
   }
   const dl = input.deadLetterRetentionSeconds;
   if (dl !== null && parts.clockSkewSeconds + parts.replaySeconds < dl) {
     const need = dl - parts.clockSkewSeconds;
     reasons.push(
-      `Dead letters are kept ${humanDuration(dl)}: the replay margin rises to ${humanDuration(need)} so a letter replayed at the end of its retention still meets a live key.`,
+      `Dead letters are kept ${exactly(dl)}: the replay margin rises to ${exactly(need)} so a letter replayed at the end of its retention still meets a live key.`,
     );
     parts.replaySeconds = need;
   }
@@ -176,7 +181,7 @@ export function advise(input: AdvisorInput): Advice {
   if (sum < floor) {
     parts.replaySeconds += floor - sum;
     reasons.push(
-      `The design's floor for a ${humanDuration(parts.retryWindowSeconds)} retry window is ${humanDuration(floor)}: the replay margin rises by ${humanDuration(floor - sum)} to reach it.`,
+      `The design's floor for a ${exactly(parts.retryWindowSeconds)} retry window is ${exactly(floor)}: the replay margin rises by ${exactly(floor - sum)} to reach it.`,
     );
   }
   const ttl = ttlOfParts(parts);
@@ -195,8 +200,8 @@ export function advise(input: AdvisorInput): Advice {
   const curTtl = ttlOfParts(cur);
   reasons.push(
     ttl === curTtl && retry === cur.retryWindowSeconds
-      ? `With your margins (queue lag ${humanDuration(parts.queueLagSeconds)}, clock skew ${humanDuration(parts.clockSkewSeconds)}, replay ${humanDuration(parts.replaySeconds)}) the TTL stays ${humanDuration(ttl)}: no change needed.`
-      : `With your margins (queue lag ${humanDuration(parts.queueLagSeconds)}, clock skew ${humanDuration(parts.clockSkewSeconds)}, replay ${humanDuration(parts.replaySeconds)}) the TTL becomes ${humanDuration(ttl)} (now ${humanDuration(curTtl)}).`,
+      ? `With your margins (queue lag ${exactly(parts.queueLagSeconds)}, clock skew ${exactly(parts.clockSkewSeconds)}, replay ${exactly(parts.replaySeconds)}) the TTL stays ${exactly(ttl)}: no change needed.`
+      : `With your margins (queue lag ${exactly(parts.queueLagSeconds)}, clock skew ${exactly(parts.clockSkewSeconds)}, replay ${exactly(parts.replaySeconds)}) the TTL becomes ${exactly(ttl)} (now ${exactly(curTtl)}).`,
   );
   if (input.auditRetentionSeconds < ttl) {
     reasons.push(
