@@ -30,7 +30,9 @@ export async function prepareDemo(log: (msg: string) => void): Promise<void> {
     if (await isSeeded()) {
       log("demo data found; starting");
     } else {
-      const r = await seedDemo((msg) => log(`seeding: ${msg}`));
+      const r = await seedDemo((msg) => log(`seeding: ${msg}`)).catch((err: unknown) => {
+        throw new Error(`seeding the demo failed (${(err as Error).message}); start over with \`keyward demo --reset\``);
+      });
       log(`seeded ${DEMO_DAYS} days: ${r.claims} claims, ${r.duplicates} duplicates, ${r.lateDuplicates} late duplicates, ${r.keys} live keys`);
     }
   } finally {
