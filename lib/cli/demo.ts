@@ -14,8 +14,11 @@ import { DEMO_DAYS, DEMO_USER, isSeeded, seedDemo } from "../demo/seed";
 
 export const DEMO_DIR = ".keyward-demo";
 
+/** ./.keyward-demo/, or KEYWARD_DEMO_DIR (the tests use their own). */
+export const demoDir = () => path.resolve(process.env.KEYWARD_DEMO_DIR || DEMO_DIR);
+
 /** Points this process at the demo's own embedded database, whatever the environment says. */
-export function useDemoEnvironment(dir = path.resolve(DEMO_DIR)): void {
+export function useDemoEnvironment(dir = demoDir()): void {
   for (const name of ["DATABASE_URL", "KEYWARD_MIGRATE_DATABASE_URL"]) delete process.env[name];
   process.env.KEYWARD_DATA_DIR = dir;
   process.env.KEYWARD_DEMO = "1";
@@ -52,10 +55,16 @@ export function registerDemo(program: Command): void {
       const log = (msg: string) => console.log(`[keyward demo] ${msg}`);
       if (process.env.DATABASE_URL) log(`DATABASE_URL is ignored: the demo keeps its own data in ./${DEMO_DIR}/`);
       useDemoEnvironment();
-      if (o.reset) await rm(path.resolve(DEMO_DIR), { recursive: true, force: true });
+      if (o.reset) await rm(demoDir(), { recursive: true, force: true });
       await prepareDemo(log);
       log(`sign in as ${DEMO_USER.username} / ${DEMO_USER.password} (an admin of the demo only)`);
       const { startServer } = require("../server/start") as typeof import("../server/start");
-      await startServer({ build: o.build });
+      try {
+        await startServer({ build: o.build });
+      } catch (err) {
+        // The embedded database would keep the process alive after a failed start: leave.
+        console.error(`keyward: ${(err as Error).message}`);
+        process.exit(1);
+      }
     });
 }

@@ -11,7 +11,7 @@ import path from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { sql } from "../setup/db";
 import { cookiesOf } from "../setup/auth";
-import { BIN, baseEnv, freePort, stopServer, type Server } from "../setup/server";
+import { BIN, ROOT, baseEnv, freePort, stopServer, type Server } from "../setup/server";
 
 const spawned: Server[] = [];
 let dir: string | undefined;
@@ -21,9 +21,10 @@ afterAll(async () => {
   if (dir) await rm(dir, { recursive: true, force: true });
 }, 60_000);
 
-async function startDemo(cwd: string, port: number): Promise<Server> {
-  const env = Object.assign(baseEnv(), { PORT: String(port), HOSTNAME: "127.0.0.1", KEYWARD_DATA_DIR: "" });
-  const child = spawn(process.execPath, [BIN, "demo", "--no-build"], { cwd, env, stdio: ["ignore", "pipe", "pipe"] });
+/** `keyward demo` in the project (as `npm run demo` runs it), its data in `demoDir` instead of ./.keyward-demo/. */
+async function startDemo(demoDir: string, port: number): Promise<Server> {
+  const env = Object.assign(baseEnv(), { PORT: String(port), HOSTNAME: "127.0.0.1", KEYWARD_DEMO_DIR: demoDir });
+  const child = spawn(process.execPath, [BIN, "demo", "--no-build"], { cwd: ROOT, env, stdio: ["ignore", "pipe", "pipe"] });
   let out = "";
   child.stdout!.on("data", (d: Buffer) => (out += d.toString()));
   child.stderr!.on("data", (d: Buffer) => (out += d.toString()));
@@ -40,11 +41,11 @@ async function startDemo(cwd: string, port: number): Promise<Server> {
 }
 
 describe("keyward demo", () => {
-  it("seeds ./.keyward-demo/ (never DATABASE_URL) with three senders' history and serves it with a banner", async () => {
+  it("seeds its own embedded database (never DATABASE_URL) with three senders' history and serves it with a banner", async () => {
     dir = await mkdtemp(path.join(os.tmpdir(), "keyward-demo-test-"));
     const port = await freePort();
     const base = `http://127.0.0.1:${port}`;
-    const server = await startDemo(dir, port);
+    const server = await startDemo(path.join(dir, ".keyward-demo"), port);
     expect(server.output()).toContain("DATABASE_URL is ignored");
     expect(server.output()).toMatch(/seeded 4 days: \d+ claims, \d+ duplicates, \d+ late duplicates/);
     expect(existsSync(path.join(dir, ".keyward-demo", "pgdata"))).toBe(true);
