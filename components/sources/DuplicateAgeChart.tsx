@@ -7,6 +7,7 @@ import { humanDuration } from "@/lib/retention/advisor";
 import type { AdviceResponse } from "@/lib/retention/advice-schema";
 import { formatCompact } from "@/components/overview/chart-data";
 import { agePosition, histogramBars } from "./advisor-prepare";
+import styles from "./advisor.module.css";
 
 const COLORS = { bars: "#db2777", ttl: "#c2410c", retry: "#3b6fe0" };
 
@@ -40,8 +41,8 @@ export function DuplicateAgeChart({ advice, retryWindowSeconds }: { advice: Advi
       {o.duplicates === 0 ? (
         <p className="chart-card__empty muted">No duplicate in the last {advice.window}: nothing has been delivered twice while its key was alive.</p>
       ) : (
-        <div className="chart-card__plot">
-          <ResponsiveContainer width="100%" height={280}>
+        <div className={styles.histogramPlot}>
+          <ResponsiveContainer width="100%" height="100%">
             <BarChart data={bars} margin={{ top: 24, right: 16, bottom: 0, left: 4 }} barCategoryGap="12%">
               <CartesianGrid strokeDasharray="3 3" className="chart-grid" vertical={false} />
               <XAxis

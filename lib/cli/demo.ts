@@ -3,9 +3,10 @@
  * filled on first start with a few days of simulated history (lib/demo/seed.ts), with a banner saying it
  * is demo data. A configured DATABASE_URL is never used: the demo cannot touch a real database.
  */
+import { spawnSync } from "node:child_process";
 import { rm } from "node:fs/promises";
 import path from "node:path";
-import type { Command } from "commander";
+import { Option, type Command } from "commander";
 import { openDatabase } from "../db/open";
 import { migrate } from "../db/migrate";
 import { closeDb } from "../db/client";
@@ -51,12 +52,17 @@ export function registerDemo(program: Command): void {
     .description(`the console with ${DEMO_DAYS} days of simulated history for three senders, on its own embedded database in ./${DEMO_DIR}/ (never DATABASE_URL)`)
     .option("--reset", `delete ./${DEMO_DIR}/ first and seed it anew`)
     .option("--no-build", "serve the existing build without checking whether it is current")
-    .action(async (o: { reset?: boolean; build: boolean }) => {
+    .addOption(new Option("--prepare-only", "migrate and seed, then exit (run by `keyward demo` itself)").hideHelp())
+    .action(async (o: { reset?: boolean; build: boolean; prepareOnly?: boolean }) => {
       const log = (msg: string) => console.log(`[keyward demo] ${msg}`);
       if (process.env.DATABASE_URL) log(`DATABASE_URL is ignored: the demo keeps its own data in ./${DEMO_DIR}/`);
       useDemoEnvironment();
+      if (o.prepareOnly) return prepareDemo(log);
       if (o.reset) await rm(demoDir(), { recursive: true, force: true });
-      await prepareDemo(log);
+      // Seeding runs in a process of its own, so the server starts with nothing cached from it (the pool,
+      // the auth instance) and owns the embedded database alone.
+      const prepared = spawnSync(process.execPath, [process.argv[1], "demo", "--prepare-only"], { stdio: "inherit", env: process.env });
+      if (prepared.status !== 0) process.exit(prepared.status ?? 1);
       log(`sign in as ${DEMO_USER.username} / ${DEMO_USER.password} (an admin of the demo only)`);
       const { startServer } = require("../server/start") as typeof import("../server/start");
       try {
