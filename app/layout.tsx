@@ -1,5 +1,6 @@
 import type { Metadata } from "next";
 import type { ReactNode } from "react";
+import { DemoBanner } from "@/components/ui/DemoBanner";
 import { Providers } from "./providers";
 import "./globals.css";
 
@@ -16,6 +17,7 @@ export default function RootLayout({ children }: { children: ReactNode }) {
   return (
     <html lang="en">
       <body>
+        <DemoBanner />
         <Providers>{children}</Providers>
       </body>
     </html>

@@ -51,8 +51,11 @@ function NoData({ children }: { children: ReactNode }) {
   return <p className={`muted ${styles.chartEmpty}`}>{children}</p>;
 }
 
-/** The Overview's four charts for one range. Display only: data preparation is in chart-data.ts. */
-export function MetricsCharts({ metrics }: { metrics: MetricsResponse }) {
+/**
+ * The Overview's four charts for one range. Display only: data preparation is in chart-data.ts.
+ * `backlogNow`: the live backlog figure the "Expired, not pruned" card shows, for the backlog's headline.
+ */
+export function MetricsCharts({ metrics, backlogNow }: { metrics: MetricsResponse; backlogNow?: string }) {
   const from = Date.parse(metrics.from);
   const to = Date.parse(metrics.to);
   const range = to - from;
@@ -116,9 +119,9 @@ export function MetricsCharts({ metrics }: { metrics: MetricsResponse }) {
       <ChartCard
         title="Expiry backlog"
         headline={
-          latestBacklog !== null && (
+          (backlogNow !== undefined || latestBacklog !== null) && (
             <>
-              {formatCount(latestBacklog)} now · peak {formatCount(peakBacklog ?? 0)}
+              {backlogNow ?? formatCount(latestBacklog ?? 0)} now · peak {formatCount(peakBacklog ?? 0)}
             </>
           )
         }

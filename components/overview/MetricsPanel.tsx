@@ -1,26 +1,53 @@
 "use client";
 
+import { useRouter } from "next/navigation";
 import { useQuery } from "@tanstack/react-query";
 import { EmptyState } from "@/components/ui/EmptyState";
 import { QueryView } from "@/components/ui/QueryView";
 import { formatClockTime } from "@/components/ui/format";
-import { METRICS_REFRESH_MS, metricsQuery } from "./queries";
+import { METRICS_REFRESH_MS, metricsQuery, overviewQuery } from "./queries";
+import { backlogNow } from "./prepare";
 import type { MetricsRange } from "@/lib/metrics/schema";
 import { formatStep } from "./chart-data";
 import { MetricsCharts, MetricsChartsSkeleton } from "./MetricsCharts";
 import { RangePicker } from "./RangePicker";
 import styles from "./overview.module.css";
 
-/** The Overview's trends: loads the metrics history of the chosen range and picks what to show. */
-export function MetricsPanel({ range }: { range: MetricsRange }) {
-  const query = useQuery(metricsQuery(range));
+/**
+ * The Overview's trends: loads the metrics history of the chosen range (of every source, or of the one
+ * picked in the source filter) and picks what to show. The backlog chart's "now" is the live figure the
+ * "Expired, not pruned" card shows (the same overview read), not the last sample's.
+ */
+export function MetricsPanel({ range, source = null }: { range: MetricsRange; source?: string | null }) {
+  const router = useRouter();
+  const query = useQuery(metricsQuery(range, source));
   const { data, isFetching, isPlaceholderData } = query;
+  const overview = useQuery(overviewQuery());
+  const sources = overview.data?.sources.map((s) => s.source) ?? [];
 
   return (
     <section className={styles.metrics} aria-label="Trends" aria-busy={isFetching}>
       <div className={styles.metricsHeader}>
         <h2 className="section-title">Trends</h2>
-        <RangePicker value={range} />
+        <RangePicker value={range} source={source} />
+        <label className="small">
+          <span className="visually-hidden">Source</span>
+          <select
+            className="input input--small"
+            aria-label="Source shown in the charts"
+            value={source ?? ""}
+            onChange={(e) =>
+              router.replace(`?range=${range}${e.target.value ? `&source=${encodeURIComponent(e.target.value)}` : ""}`, { scroll: false })
+            }
+          >
+            <option value="">All sources</option>
+            {(source && !sources.includes(source) ? [source, ...sources] : sources).map((s) => (
+              <option key={s} value={s}>
+                {s}
+              </option>
+            ))}
+          </select>
+        </label>
         <span className="muted small">
           {isPlaceholderData
             ? "Loading…"
@@ -47,10 +74,18 @@ export function MetricsPanel({ range }: { range: MetricsRange }) {
                 Nothing after a few minutes? The sampler may be turned off: <code>KEYWARD_SAMPLE_INTERVAL_SECONDS=0</code>.
               </p>
             </EmptyState>
-          )
-        }
       >
-        {(data) => <MetricsCharts metrics={data} />}
+        {(data) => (
+          <>
+            {source && (
+              <p className="muted small">
+                Showing {source}: its keys, backlog, claims and duplicates, and its estimated share of the table&apos;s bytes. Cleanup runs
+                are the whole table&apos;s.
+              </p>
+            )}
+            <MetricsCharts metrics={data} backlogNow={overview.data ? backlogNow(overview.data, source) : undefined} />
+          </>
+        )}
       </QueryView>
     </section>
   );

@@ -6,10 +6,11 @@ import { RefreshStatus } from "@/components/ui/RefreshStatus";
 import type { MetricsRange } from "@/lib/metrics/schema";
 import { OVERVIEW_REFRESH_MS, overviewQuery } from "./queries";
 import { MetricsPanel } from "./MetricsPanel";
+import { PruneFailures } from "./PruneFailures";
 import { OverviewDataTable } from "./OverviewDataTable";
 import { InletLag } from "./InletLag";
 
-export function OverviewPage({ range }: { range: MetricsRange }) {
+export function OverviewPage({ range, source = null }: { range: MetricsRange; source?: string | null }) {
   // Same query as the data table (one request, shared cache); read here only for the freshness line.
   const { data, isFetching, isError, refetch } = useQuery(overviewQuery());
   return (
@@ -27,9 +28,10 @@ export function OverviewPage({ range }: { range: MetricsRange }) {
           />
         }
       />
+      <PruneFailures />
       <OverviewDataTable />
       <InletLag />
-      <MetricsPanel range={range} />
+      <MetricsPanel range={range} source={source} />
     </>
   );
 }

@@ -36,3 +36,14 @@ export function expiredFigure(o: Overview): Figure {
   }
   return { text: `>${formatCount(o.countLimit)}`, note: "too many to count on every refresh" };
 }
+
+/**
+ * The expiry backlog "now", as the backlog chart's headline says it: the same figure as the "Expired, not
+ * pruned" card (expiredFigure), or with a source filter that source's live count. undefined when the
+ * source's count is not known live (a large table): the chart then shows its last sample.
+ */
+export function backlogNow(o: Overview, source: string | null): string | undefined {
+  if (!source) return expiredFigure(o).text;
+  const expired = o.sources.find((s) => s.source === source)?.keys.expired;
+  return expired === null || expired === undefined ? undefined : formatCount(expired);
+}

@@ -17,7 +17,7 @@ export const METRICS_REFRESH_MS = 60_000;
 export const overviewKeys = {
   all: ["overview"] as const,
   live: () => [...overviewKeys.all, "live"] as const,
-  metrics: (range: MetricsRange) => ["metrics", range] as const,
+  metrics: (range: MetricsRange, source: string | null = null) => ["metrics", range, source] as const,
 };
 
 export function overviewQuery() {
@@ -31,13 +31,14 @@ export function overviewQuery() {
 }
 
 /** Each fetch asks for the range ending now, so the refresh every minute slides the window along. */
-export function metricsQuery(range: MetricsRange) {
+/** The charts of `range`, of the whole table or (`source`) of one source. */
+export function metricsQuery(range: MetricsRange, source: string | null = null) {
   return queryOptions({
-    queryKey: overviewKeys.metrics(range),
+    queryKey: overviewKeys.metrics(range, source),
     queryFn: ({ signal }) => {
       const to = new Date();
       const from = new Date(to.getTime() - METRICS_RANGES[range] * 1000);
-      const params = new URLSearchParams({ from: from.toISOString(), to: to.toISOString() });
+      const params = new URLSearchParams({ from: from.toISOString(), to: to.toISOString(), ...(source ? { source } : {}) });
       return apiParsed(`/api/v1/metrics?${params}`, metricsResponseSchema, "the server's metrics do not match this console version", signal);
     },
     refetchInterval: METRICS_REFRESH_MS,

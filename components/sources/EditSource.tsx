@@ -2,21 +2,27 @@
 
 import { useMutation, useQueryClient } from "@tanstack/react-query";
 import { formatDuration } from "@/lib/sources/duration";
-import { formFromSource, updateBody } from "./prepare";
+import { formFromSource, updateBody, type SourceFormState } from "./prepare";
 import { sourceKeys, updateSource, type PresetItem, type SourceItem, type SourceSettings } from "./queries";
 import { SourceForm } from "./SourceForm";
 import styles from "./sources.module.css";
+import { SourcePreview } from "./SourcePreview";
 
-/** The edit form of one source (admins), prefilled; a change applies to new claims only. */
+/**
+ * The edit form of one source (admins), prefilled (from the source, or `initial`: the advisor's
+ * recommendation), with a live preview of the checks and size; a change applies to new claims only.
+ */
 export function EditSource({
   source,
   presets,
   canExtend,
+  initial,
   onDone,
 }: {
   source: SourceItem;
   presets: PresetItem[] | undefined;
   canExtend: boolean;
+  initial?: SourceFormState;
   /** Called with the saved source, or without one on cancel. */
   onDone: (saved?: SourceSettings) => void;
 }) {
@@ -32,7 +38,7 @@ export function EditSource({
     <section className={styles.edit} aria-label={`Edit ${source.name}`}>
       <SourceForm
         mode="edit"
-        initial={formFromSource(source)}
+        initial={initial ?? formFromSource(source)}
         presets={presets}
         check={(state) => updateBody(state, source)}
         onValid={(body) => update.mutate(body)}
@@ -41,6 +47,7 @@ export function EditSource({
         errorTitle={`${source.name} was not changed`}
         submitLabel="Save changes"
         onCancel={() => onDone()}
+        preview={(state) => <SourcePreview source={source} state={state} />}
       >
         <p className="note">
           The new TTL applies to new claims; live keys keep their expiry (now up to {formatDuration(source.ttlSeconds)} from their

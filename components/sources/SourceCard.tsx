@@ -1,5 +1,6 @@
 "use client";
 
+import Link from "next/link";
 import { useState } from "react";
 import { formatDateTime } from "@/components/ui/format";
 import { Panel } from "@/components/ui/Panel";
@@ -41,7 +42,11 @@ export function SourceCard({
       as="article"
       className={flagged ? `${styles.card} ${styles.flagged}` : styles.card}
       data-flagged={flagged || undefined}
-      title={source.name}
+      title={
+        <Link href={`/sources/${encodeURIComponent(source.name)}`} title={`${source.name}: advisor, duplicate ages, late duplicates, charts`}>
+          {source.name}
+        </Link>
+      }
       level={3}
       titleClassName={`source-name ${styles.title}`}
       titleId={`source-${source.name}-title`}

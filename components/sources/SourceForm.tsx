@@ -41,6 +41,7 @@ export function SourceForm<Body>({
   submitLabel,
   onCancel,
   children,
+  preview,
 }: {
   mode: "create" | "edit";
   initial: SourceFormState;
@@ -54,6 +55,8 @@ export function SourceForm<Body>({
   onCancel?: () => void;
   /** Shown above the buttons, e.g. what a change applies to. */
   children?: ReactNode;
+  /** Rendered with the typed state above `children`: the edit preview (SourcePreview). */
+  preview?: (state: SourceFormState) => ReactNode;
 }) {
   const id = useId();
   const hydrated = useHydrated();
@@ -204,6 +207,7 @@ export function SourceForm<Body>({
         placeholder="none"
       />
 
+      {preview?.(state)}
       {children}
       <div className="form__actions">
         <button type="submit" className="button button--primary" disabled={!hydrated || pending}>

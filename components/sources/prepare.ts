@@ -262,6 +262,13 @@ export function updateBody(state: SourceFormState, current: SourceLike): Checked
   };
 }
 
+/** The edit form as the PATCH body it would send, changed or not (the edit preview); null while a field is refused. */
+export function previewBody(state: SourceFormState): UpdateSourceBody | null {
+  const { parts, deadLetter, errors } = checkCommon(state);
+  if (Object.keys(errors).length > 0 || !parts) return null;
+  return { ...(state.preset ? { preset: state.preset } : {}), ...parts, deadLetterRetentionSeconds: deadLetter };
+}
+
 /** Request field names (as the server's 422 `details.fields` name them) → the form field they came from. */
 const SERVER_FIELDS: Record<string, FormField> = {
   name: "name",

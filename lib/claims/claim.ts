@@ -16,6 +16,9 @@
  * Raw SQL, prepared once per connection: the hottest statement of all (docs/benchmarks.md: planning alone
  * cost as much as running it; Prisma cannot express ON CONFLICT … DO UPDATE with a merge function).
  * The functions take requests already parsed by the schemas in schema.ts (the route and the CLI parse).
+ * Both answer each key's age (`age_seconds`, database clock, since its received_at: the first claim of
+ * the key as it stands, which a reclaim after expiry renews and a lease takeover keeps); the ages of
+ * `duplicate` answers feed the per-source duplicate-age histogram (lib/metrics/duplicate-ages.ts).
  */
 import "server-only";
 import { KeywardError } from "../errors";
@@ -23,6 +26,7 @@ import { query, type PreparedSql, type Queryable } from "../db/sql";
 import { classifyClaims, dedupeBatch, type ClaimRow } from "./classify";
 import type { ClaimResult, ParsedBatchClaimRequest, ParsedClaimRequest } from "./schema";
 import { countClaimOutcomes } from "../metrics/claim-counts";
+import { duplicateAgesOf } from "../metrics/duplicate-ages";
 import { dedupMode, forgetDedupMode, isModeMismatch } from "./mode";
 
 export const CLAIM_SQL: PreparedSql = { name: "keyward_claim", text: `
@@ -67,7 +71,8 @@ audited AS (
 )
 SELECT event_id, status, claim_kind, claimed_now, is_repeat,
        CASE WHEN claimed_now OR is_repeat THEN claim_token END AS claim_token,
-       payload_hash, lease_expires_at, received_at, expires_at, duplicate_count
+       payload_hash, lease_expires_at, received_at, expires_at, duplicate_count,
+       extract(epoch FROM now() - received_at)::float8 AS age_seconds
 FROM joined` };
 
 /** The claim statement of partition mode: CLAIM_SQL's parameters and answer columns, one round trip. */
@@ -129,8 +134,9 @@ async function runClaim(
   }
   if (rows.length === 0) throw unknownSource(source);
   const results = classifyClaims(source, events, rows);
-  // A repeat is the answer of a claim already counted.
-  if (!options.on) countClaimOutcomes(source, results.filter((r) => !r.repeat).map((r) => r.outcome));
+  // A repeat is the answer of a claim already counted. A duplicate's age (the statement's age_seconds:
+  // database now() − the key's first claim) goes into the source's duplicate-age histogram.
+  if (!options.on) countClaimOutcomes(source, results.filter((r) => !r.repeat).map((r) => r.outcome), duplicateAgesOf(results, rows));
   return results;
 }
 

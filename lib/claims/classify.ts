@@ -20,6 +20,8 @@ export type ClaimRow = {
   received_at: Date;
   expires_at: Date;
   duplicate_count: number;
+  /** Seconds since the key's received_at on the database clock (lib/metrics/duplicate-ages.ts). */
+  age_seconds?: number | null;
 };
 
 export type ClaimInput = { eventId: string; eventType: string; payloadHash?: string; attemptId?: string };

@@ -17,6 +17,7 @@ import { registerReplay } from "./commands/replay";
 import { registerSource } from "./commands/source";
 import { registerStart } from "./commands/start";
 import { registerUser } from "./commands/user";
+import { registerDemo } from "./demo";
 
 const program = new Command()
   .name("keyward")
@@ -24,7 +25,7 @@ const program = new Command()
   .showHelpAfterError()
   .configureOutput({ outputError: (text, write) => write(text) });
 
-for (const register of [registerStart, registerMigrate, registerSource, registerApiKey, registerUser, registerReplay, registerPrune, registerPartitions, registerInlet]) {
+for (const register of [registerStart, registerMigrate, registerSource, registerApiKey, registerUser, registerReplay, registerPrune, registerPartitions, registerInlet, registerDemo]) {
   register(program);
 }
 

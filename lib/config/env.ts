@@ -95,6 +95,9 @@ const envSchema = z.object({
   KEYWARD_INLET_POLL_MS: intFrom(5000, 100, 600000),
   // After a signing-secret rotation, replays are signed with the old and the new secret for this long (0: none).
   KEYWARD_SIGNING_SECRET_GRACE_SECONDS: intFrom(86400, 0, 30 * 86400),
+  // The late-duplicate job (lib/retention/late-duplicates.ts): how often it reads new claims in the audit
+  // history for events processed twice (0: never, e.g. on instances that only serve claims).
+  KEYWARD_LATE_DUPLICATES_INTERVAL_SECONDS: intFrom(60, 0, 3600),
   // Settled (delivered) dead letters of a source without its own dead-letter retention are pruned after this.
   KEYWARD_DEAD_LETTER_RETENTION_DAYS: intFrom(30, 1, 3650),
 }).superRefine((env, ctx) => {

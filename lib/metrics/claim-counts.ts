@@ -4,11 +4,13 @@
  * counter row. The flush timer is unref'd; `flushClaimCounts()` is called on shutdown. Counts of a
  * process that crashes between flushes are lost: these are metrics, not the source of truth. Claims
  * made on a caller's own connection (`{ on }`) are not counted, since the caller may roll them back.
+ * The same flush statement adds the pending duplicate ages (duplicate-ages.ts) to duplicate_ages.
  */
 import "server-only";
 import { query } from "../db/sql";
 import { processGlobal } from "../process-global";
 import type { ClaimOutcome } from "../claims/schema";
+import { agesFlushParams, BUCKET_COUNT, recordDuplicateAges, restorePendingAges, takePendingAges } from "./duplicate-ages";
 
 const FLUSH_MS = 5000;
 
@@ -23,7 +25,9 @@ const state: CounterState = processGlobal("claimCounts", () => ({
 }));
 const pending = state.pending;
 
-export function countClaimOutcomes(source: string, outcomes: readonly ClaimOutcome[]): void {
+/** Counts a statement's outcomes, and the ages of its `duplicate` answers (duplicate-ages.ts) if given. */
+export function countClaimOutcomes(source: string, outcomes: readonly ClaimOutcome[], duplicateAges: readonly number[] = []): void {
+  recordDuplicateAges(source, duplicateAges);
   const c = countsOf(pending, source);
   const t = countsOf(state.totals, source);
   for (const o of outcomes) {
@@ -50,27 +54,45 @@ export function claimOutcomeTotals(): ReadonlyMap<string, Readonly<Counts>> {
   return state.totals;
 }
 
-/** Adds the pending counts to claim_counts in one statement; on failure they are kept for the next flush. */
+/**
+ * Adds the pending counts to claim_counts and the pending duplicate ages to duplicate_ages, in one
+ * statement; on failure both are kept for the next flush.
+ */
 export async function flushClaimCounts(): Promise<void> {
   clearTimeout(state.timer);
   state.timer = undefined;
-  if (pending.size === 0) return;
+  const ages = takePendingAges().sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+  if (pending.size === 0 && ages.length === 0) return;
   const batch = [...pending.entries()];
   pending.clear();
   try {
     await query(
-      `INSERT INTO claim_counts AS c (bucket, source, claimed, duplicate, in_flight, payload_mismatch)
-       SELECT date_trunc('minute', now()), s, a, b, d, e
-       FROM unnest($1::text[], $2::int[], $3::int[], $4::int[], $5::int[]) AS t(s, a, b, d, e)
-       ON CONFLICT (bucket, source) DO UPDATE SET
-         claimed = c.claimed + excluded.claimed, duplicate = c.duplicate + excluded.duplicate,
-         in_flight = c.in_flight + excluded.in_flight, payload_mismatch = c.payload_mismatch + excluded.payload_mismatch`,
+      `WITH counts AS (
+         INSERT INTO claim_counts AS c (bucket, source, claimed, duplicate, in_flight, payload_mismatch)
+         SELECT date_trunc('minute', now()), s, a, b, d, e
+         FROM unnest($1::text[], $2::int[], $3::int[], $4::int[], $5::int[]) AS t(s, a, b, d, e)
+         ON CONFLICT (bucket, source) DO UPDATE SET
+           claimed = c.claimed + excluded.claimed, duplicate = c.duplicate + excluded.duplicate,
+           in_flight = c.in_flight + excluded.in_flight, payload_mismatch = c.payload_mismatch + excluded.payload_mismatch
+         RETURNING 1),
+       ages AS (
+         -- $7 holds each source's $9 bucket counts one after the other
+         INSERT INTO duplicate_ages AS d (bucket, source, counts, max_age_seconds)
+         SELECT date_trunc('minute', now()), t.s, ($7::int[])[(t.i - 1) * $9::int + 1 : t.i * $9::int], t.m
+         FROM unnest($6::text[], $8::float8[]) WITH ORDINALITY AS t(s, m, i)
+         ON CONFLICT (source, bucket) DO UPDATE SET
+           counts = ARRAY(SELECT x + y FROM unnest(d.counts, excluded.counts) WITH ORDINALITY AS u(x, y, k) ORDER BY k),
+           max_age_seconds = greatest(d.max_age_seconds, excluded.max_age_seconds)
+         RETURNING 1)
+       SELECT (SELECT count(*) FROM counts) AS counts, (SELECT count(*) FROM ages) AS ages`,
       [
         batch.map(([s]) => s),
         batch.map(([, c]) => c.claimed),
         batch.map(([, c]) => c.duplicate),
         batch.map(([, c]) => c.in_flight),
         batch.map(([, c]) => c.payload_mismatch),
+        ...agesFlushParams(ages),
+        BUCKET_COUNT,
       ],
     );
   } catch (err) {
@@ -79,6 +101,7 @@ export async function flushClaimCounts(): Promise<void> {
       if (cur) for (const k of Object.keys(c) as ClaimOutcome[]) cur[k] += c[k];
       else pending.set(source, c);
     }
+    restorePendingAges(ages);
     throw err;
   }
 }

@@ -3,6 +3,9 @@
  * server-side to `stepFor(range)` so a 30-day answer stays as small as a day's. Buckets start on
  * multiples of the step since the Unix epoch (date_bin), which the console's gap filling assumes too.
  *
+ * With `source`, the samples are that source's figures (SOURCE_SAMPLES_SQL); pruning runs are the
+ * table's, for every source.
+ *
  * Cost: two range reads, on the metric_samples primary key and the prune_runs started_at index.
  */
 import "server-only";
@@ -34,6 +37,38 @@ type RunRow = {
   runs: number;
 };
 
+const SAMPLES_SQL = `
+SELECT date_bin(make_interval(secs => $3), at, timestamptz 'epoch') AS at,
+       round(avg(table_bytes))::int8 AS table_bytes, round(avg(index_bytes))::int8 AS index_bytes,
+       round(avg(estimated_rows))::int8 AS estimated_rows, round(avg(alive_keys))::int8 AS alive_keys,
+       max(expiry_backlog) AS expiry_backlog, bool_or(backlog_capped) AS backlog_capped,
+       max(in_flight) AS in_flight, sum(claims)::int8 AS claims, sum(duplicates)::int8 AS duplicates
+FROM metric_samples
+WHERE at >= $1 AND at <= $2
+GROUP BY 1 ORDER BY 1`;
+
+/**
+ * One source's figures ($4) from the samples' per_source entries (per-source.ts): its keys, its share
+ * of the table's bytes (its rows over the table's rows: an estimate), its claims and duplicates. Samples
+ * taken before per-source key counts existed have none: they are gaps, never zeros.
+ */
+const SOURCE_SAMPLES_SQL = `
+SELECT date_bin(make_interval(secs => $3), m.at, timestamptz 'epoch') AS at,
+       round(avg(coalesce(m.table_bytes * k.rows / nullif(m.estimated_rows, 0), 0)))::int8 AS table_bytes,
+       round(avg(coalesce(m.index_bytes * k.rows / nullif(m.estimated_rows, 0), 0)))::int8 AS index_bytes,
+       round(avg(k.rows))::int8 AS estimated_rows, round(avg(k.alive))::int8 AS alive_keys,
+       max(k.backlog)::int8 AS expiry_backlog, bool_or(m.backlog_capped) AS backlog_capped,
+       max(k.in_flight)::int8 AS in_flight, sum(k.claims)::int8 AS claims, sum(k.duplicates)::int8 AS duplicates
+FROM metric_samples m
+CROSS JOIN LATERAL (
+  SELECT e.alive, e.backlog, e.alive + e.backlog AS rows, e.in_flight, e.claims, e.duplicates
+  FROM (SELECT (m.per_source->$4->>'aliveKeys')::float8 AS alive, (m.per_source->$4->>'expiryBacklog')::float8 AS backlog,
+               coalesce((m.per_source->$4->>'inFlight')::float8, 0) AS in_flight,
+               coalesce((m.per_source->$4->>'claims')::float8, 0) AS claims,
+               coalesce((m.per_source->$4->>'duplicates')::float8, 0) AS duplicates) e) k
+WHERE m.at >= $1 AND m.at <= $2 AND m.per_source->$4 ? 'aliveKeys'
+GROUP BY 1 ORDER BY 1`;
+
 /** At most this many prune-run points (a scheduled pruner runs once a minute: 720 in 12 hours). */
 const MAX_RUN_POINTS = 2000;
 
@@ -42,18 +77,7 @@ export async function getMetricsHistory(q: MetricsQuery, on?: Queryable): Promis
   // From the start of the bucket that holds `from`, so the first bucket is whole.
   const start = new Date(Math.floor(q.from.getTime() / (step * 1000)) * step * 1000);
 
-  const samples = await query<SampleRow>(
-    `SELECT date_bin(make_interval(secs => $3), at, timestamptz 'epoch') AS at,
-            round(avg(table_bytes))::int8 AS table_bytes, round(avg(index_bytes))::int8 AS index_bytes,
-            round(avg(estimated_rows))::int8 AS estimated_rows, round(avg(alive_keys))::int8 AS alive_keys,
-            max(expiry_backlog) AS expiry_backlog, bool_or(backlog_capped) AS backlog_capped,
-            max(in_flight) AS in_flight, sum(claims)::int8 AS claims, sum(duplicates)::int8 AS duplicates
-     FROM metric_samples
-     WHERE at >= $1 AND at <= $2
-     GROUP BY 1 ORDER BY 1`,
-    [start, q.to, step],
-    on,
-  );
+  const samples = await query<SampleRow>(q.source ? SOURCE_SAMPLES_SQL : SAMPLES_SQL, q.source ? [start, q.to, step, q.source] : [start, q.to, step], on);
 
   // Minute steps list every run; coarser ones merge the runs that started in one bucket.
   const group = step === 60 ? "id" : "date_bin(make_interval(secs => $3), started_at, timestamptz 'epoch')";
@@ -75,6 +99,7 @@ export async function getMetricsHistory(q: MetricsQuery, on?: Queryable): Promis
   return {
     from: q.from.toISOString(),
     to: q.to.toISOString(),
+    ...(q.source ? { source: q.source } : {}),
     step,
     samples: samples.map(toSample),
     pruneRuns: runs.map(toRunPoint),

@@ -16,6 +16,7 @@
  *   when the count stopped there); alive keys likewise up to ALIVE_COUNT_CAP, exact below it;
  * - in flight: the partial index dedup_keys_in_flight_idx (only keys holding a lease);
  * - claims and duplicates: claim_counts buckets through its (bucket, source) primary key;
+ * - per source: alive keys, backlog and in flight, counted or sampled within the same bounds (per-source.ts);
  * - retention: samples older than 30 days, at most PRUNE_BATCH rows per run.
  */
 import "server-only";
@@ -25,6 +26,7 @@ import { pool } from "../db/client";
 import { isUnavailable, query, toUnavailable, type Queryable } from "../db/sql";
 import type { Job } from "../jobs/registry";
 import { tableFigures, type LeafStats, type TableFigures } from "./estimate";
+import { measureSourceKeys, type SourceKeys } from "./per-source";
 
 /** The expiry backlog is counted up to this many keys; beyond it the sample says "at least". */
 export const BACKLOG_CAP = 1_000_000;
@@ -57,7 +59,8 @@ export type Measurement = TableFigures & {
   inFlight: number;
   claims: number;
   duplicates: number;
-  perSource: Record<string, { claims: number; duplicates: number }>;
+  /** Per configured source: its claims and duplicates, and its key counts (per-source.ts). */
+  perSource: Record<string, { claims: number; duplicates: number } & Partial<SourceKeys>>;
 };
 
 /**
@@ -167,6 +170,10 @@ export async function measure(on: Queryable, at: Date, options: Omit<SampleOptio
     on,
   );
 
+  const figures = tableFigures(leaves, { backlog: counts.backlog, backlogCap, alive: counts.alive, aliveCap });
+  const keysBySource = await measureSourceKeys(on, figures);
+  const sources = await query<{ name: string }>("SELECT name FROM sources", [], on);
+
   const perSource: Measurement["perSource"] = {};
   let claims = 0;
   let duplicates = 0;
@@ -175,8 +182,13 @@ export async function measure(on: Queryable, at: Date, options: Omit<SampleOptio
     duplicates += r.duplicates;
     if (r.claims > 0 || r.duplicates > 0) perSource[r.source] = { claims: r.claims, duplicates: r.duplicates };
   }
+  // Every configured source gets its key counts (0 when it has none), so a source's chart shows zeros, not gaps.
+  for (const { name } of sources) {
+    const keys = keysBySource.get(name) ?? { aliveKeys: 0, expiryBacklog: 0, inFlight: 0, keysEstimated: !figures.exact };
+    perSource[name] = { ...(perSource[name] ?? { claims: 0, duplicates: 0 }), ...keys };
+  }
   return {
-    ...tableFigures(leaves, { backlog: counts.backlog, backlogCap, alive: counts.alive, aliveCap }),
+    ...figures,
     tableBytes: leaves.reduce((n, l) => n + l.total_bytes, 0),
     indexBytes: leaves.reduce((n, l) => n + l.index_bytes, 0),
     inFlight: counts.in_flight,

@@ -4,6 +4,7 @@
  */
 import { z } from "zod";
 import { instant } from "../http/fields";
+import { sourceName } from "../claims/schema";
 
 const count = z.number().int().nonnegative();
 
@@ -16,10 +17,10 @@ export const DEFAULT_METRICS_RANGE: MetricsRange = "24h";
 /** The longest range one request may ask for (samples are kept 30 days; a day of slack for the edges). */
 export const MAX_RANGE_SECONDS = 31 * 86400;
 
-/** `?from&to`: ISO timestamps; to defaults to now, from to 24 hours before to. */
+/** `?from&to&source`: ISO timestamps; to defaults to now, from to 24 hours before to; source: only its figures. */
 export const metricsQuery = z
-  .object({ from: instant.optional(), to: instant.optional() })
-  .transform(({ from, to }, ctx) => {
+  .object({ from: instant.optional(), to: instant.optional(), source: sourceName.optional() })
+  .transform(({ from, to, source }, ctx) => {
     const toDate = to ? new Date(to) : new Date();
     const fromDate = from ? new Date(from) : new Date(toDate.getTime() - 86400_000);
     if (fromDate.getTime() >= toDate.getTime()) {
@@ -30,7 +31,7 @@ export const metricsQuery = z
       ctx.addIssue({ code: "custom", path: ["from"], message: `the range from..to may span at most ${MAX_RANGE_SECONDS / 86400} days` });
       return z.NEVER;
     }
-    return { from: fromDate, to: toDate };
+    return { from: fromDate, to: toDate, ...(source ? { source } : {}) };
   });
 export type MetricsQuery = z.output<typeof metricsQuery>;
 
@@ -82,6 +83,8 @@ export type PruneRunPoint = z.infer<typeof pruneRunPointSchema>;
 export const metricsResponseSchema = z.object({
   from: z.iso.datetime({ offset: true }),
   to: z.iso.datetime({ offset: true }),
+  /** With `?source=`: the samples are this source's (its keys, its estimated share of the bytes). */
+  source: z.string().optional(),
   /** Seconds per sample: 60 for ranges up to a day, more for longer ones (see stepFor). */
   step: z.number().int().positive(),
   samples: z.array(metricSampleSchema),

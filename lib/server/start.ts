@@ -22,6 +22,7 @@ import { auditPartitionsJob } from "../audit/partitions";
 import { pruningJob } from "../retention/schedule";
 import { scheduleReplayWorker } from "../replay/executor";
 import { scheduleInletConsumers } from "../inlets/consumers";
+import { lateDuplicatesJob } from "../retention/late-duplicates";
 import { pageHeaders } from "../http/headers";
 import { KeywardError } from "../errors";
 import { apiPathProblem, completeBodilessRefusals, isApiPath, malformedSegment, writeApiError } from "./api-edge";
@@ -110,7 +111,7 @@ export async function startServer(options: { build?: boolean } = {}): Promise<vo
   console.log(`[keyward] console and API on http://${env.HOSTNAME}:${port}`);
   const log = (msg: string) => console.error(`[keyward] ${msg}`);
   // The periodic jobs (lib/jobs/registry.ts); the replay worker polls through a registry of its own.
-  const jobs = startJobs([auditPartitionsJob(), metricsSamplerJob(), pruningJob(log)], log);
+  const jobs = startJobs([auditPartitionsJob(), metricsSamplerJob(), pruningJob(log), lateDuplicatesJob()], log);
   const stopReplays = scheduleReplayWorker(log);
   const stopInlets = scheduleInletConsumers(log);
   await printFirstStartHints();

@@ -13,6 +13,7 @@ import type { Principal } from "../auth/principal";
 import { checkInvariants, type Invariant } from "../retention/invariants";
 import { applySourceUpdate, checkTtl, ttlOf, type NewSource, type SourceChange, type SourceInfo } from "./schema";
 import { destinationColumns } from "./replay-destination";
+import { claimRates, projectSize, sizeBasis, type SizeBasis } from "../metrics/projection";
 
 /** Creates a source; recorded as `source.create` in the operator action log. */
 export async function createSource(s: NewSource, actor: Principal, db: Db = database()): Promise<SourceInfo> {
@@ -142,9 +143,7 @@ export async function extendLiveKeys(
   return { source: source.name, ttlSeconds: source.ttlSeconds, extended };
 }
 
-/** Bytes per key assumed until the table holds enough keys to measure (heap tuple + two index entries). */
-export const DEFAULT_BYTES_PER_KEY = 250;
-const MIN_ROWS_TO_MEASURE = 10_000;
+export { DEFAULT_BYTES_PER_KEY } from "../metrics/projection";
 
 export type SourceReport = SourceInfo & {
   auditRetentionSeconds: number;
@@ -160,39 +159,25 @@ export type SourceReport = SourceInfo & {
   };
 };
 
+/**
+ * A source's report (invariant checks and projected size) from its settings: the one function that
+ * checks a saved source, a previewed edit (lib/sources/preview.ts) and an advisor's recommendation alike.
+ */
+export function reportOf(s: SourceInfo, basis: SizeBasis & { claimRate: number; auditRetentionSeconds: number }): SourceReport {
+  const { claimRate, auditRetentionSeconds, bytesPerKey, bytesPerKeyMeasured } = basis;
+  return {
+    ...s,
+    auditRetentionSeconds,
+    invariants: checkInvariants({ ...s, auditRetentionSeconds }),
+    projection: { claimRate, ...projectSize(claimRate, s.ttlSeconds, bytesPerKey), bytesPerKey, bytesPerKeyMeasured },
+  };
+}
+
 /** Sources with their invariant checks and the projected steady-state size of their keys. */
 export async function sourceReports(only?: string, db: Db = database()): Promise<SourceReport[]> {
   const sources = only ? [await getSource(only, db)] : await listSources(db);
   const auditRetentionSeconds = loadEnv().KEYWARD_AUDIT_RETENTION_DAYS * 86400;
-  // Raw SQL: table sizes come from the catalog (pg_total_relation_size, pg_partition_tree).
-  const [size] = await db.query<{ bytes: number; rows: number }>(
-    `SELECT coalesce(sum(pg_total_relation_size(c.oid)), 0)::bigint AS bytes,
-            coalesce(sum(greatest(c.reltuples, 0)), 0)::bigint AS rows
-     FROM pg_class c
-     -- The table itself, or its leaf partitions in partition mode (pg_partition_tree lists nothing for a
-     -- plain table).
-     WHERE c.oid IN (
-       SELECT oid FROM pg_class WHERE oid = 'dedup_keys'::regclass AND relkind <> 'p'
-       UNION ALL
-       SELECT relid FROM pg_partition_tree('dedup_keys') WHERE isleaf AND relid <> 'dedup_keys'::regclass)`,
-  );
-  const measured = size.rows >= MIN_ROWS_TO_MEASURE;
-  const bytesPerKey = measured ? Math.round(size.bytes / size.rows) : DEFAULT_BYTES_PER_KEY;
-  // Raw SQL: the last hour by the database clock.
-  const rates = await db.query<{ source: string; claimed: number }>(
-    `SELECT source, sum(claimed)::bigint AS claimed FROM claim_counts
-     WHERE bucket >= now() - interval '1 hour' ${only ? "AND source = $1" : ""} GROUP BY source`,
-    only ? [only] : [],
-  );
-  const rateOf = new Map(rates.map((r) => [r.source, r.claimed / 3600]));
-  return sources.map((s) => {
-    const claimRate = rateOf.get(s.name) ?? 0;
-    const keys = Math.round(claimRate * s.ttlSeconds);
-    return {
-      ...s,
-      auditRetentionSeconds,
-      invariants: checkInvariants({ ...s, auditRetentionSeconds }),
-      projection: { claimRate, keys, bytesPerKey, bytesPerKeyMeasured: measured, bytes: keys * bytesPerKey },
-    };
-  });
+  const basis = await sizeBasis(db);
+  const rates = await claimRates(only, db);
+  return sources.map((s) => reportOf(s, { ...basis, claimRate: rates.get(s.name) ?? 0, auditRetentionSeconds }));
 }

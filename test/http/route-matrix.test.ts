@@ -94,6 +94,10 @@ describe("every route under app/api declares who may call it", () => {
       "GET /api/v1/sources/[name]/inlets",
       "POST /api/v1/sources/[name]/inlets",
       "DELETE /api/v1/inlets/[id]",
+      // Retention tuning from evidence (issue 14): the advisor, late duplicates, the edit preview.
+      "GET /api/v1/sources/[name]/advice",
+      "GET /api/v1/sources/[name]/late-duplicates",
+      "POST /api/v1/sources/[name]/preview",
     ]) {
       expect(exportsFound.map(label)).toContain(r);
     }

@@ -164,3 +164,37 @@ describe("GET /api/v1/metrics: samples and prune runs", () => {
     ]);
   });
 });
+
+describe("GET /api/v1/metrics?source=: one source's figures", () => {
+  it("answers the source's keys, its share of the bytes, its claims; samples without its key counts are gaps", async () => {
+    const hour = await quietHour();
+    const source = `hist-${Math.random().toString(16).slice(2, 10)}`;
+    const per = (alive: number, backlog: number, claims: number) =>
+      JSON.stringify({ [source]: { claims, duplicates: 1, aliveKeys: alive, expiryBacklog: backlog, inFlight: 2, keysEstimated: false }, other: { claims: 9, duplicates: 9, aliveKeys: 1, expiryBacklog: 0 } });
+    await insertSample(minutes(hour, 1), { bytes: 1_000_000, rows: 1000, backlog: 100, claims: 50, dups: 5 });
+    await sql("UPDATE metric_samples SET per_source = $2::jsonb WHERE at = $1", [minutes(hour, 1), per(150, 50, 7)]);
+    // An older sample that knows only the source's claims (before per-source key counts): a gap.
+    await insertSample(minutes(hour, 2), { bytes: 1_000_000, rows: 1000, backlog: 100, claims: 50, dups: 5 });
+    await sql("UPDATE metric_samples SET per_source = $2::jsonb WHERE at = $1", [minutes(hour, 2), JSON.stringify({ [source]: { claims: 3, duplicates: 0 } })]);
+
+    const r = await getMetrics({ from: hour.toISOString(), to: minutes(hour, 10).toISOString(), source });
+    expect(r.status).toBe(200);
+    const body = metricsResponseSchema.parse(r.body);
+    expect(body.source).toBe(source);
+    expect(body.samples).toEqual([
+      {
+        at: minutes(hour, 1).toISOString(),
+        tableBytes: 200_000, // 200 of the table's 1000 rows
+        indexBytes: 50_000,
+        estimatedRows: 200,
+        aliveKeys: 150,
+        expiryBacklog: 50,
+        backlogCapped: false,
+        inFlight: 2,
+        claims: 7,
+        duplicates: 1,
+      },
+    ]);
+    expect((await getMetrics({ source: "Not A Source" })).status).toBe(422);
+  });
+});

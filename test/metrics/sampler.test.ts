@@ -139,10 +139,26 @@ describe("measure", () => {
       [at, source],
     );
     const one = await measure(pool(), at);
-    expect(one.perSource[source]).toEqual({ claims: 7, duplicates: 3 });
+    expect(one.perSource[source]).toMatchObject({ claims: 7, duplicates: 3, aliveKeys: 0, expiryBacklog: 0, inFlight: 0 });
     expect(one.claims).toBeGreaterThanOrEqual(7);
     expect(one.duplicates).toBeGreaterThanOrEqual(3);
     const two = await measure(pool(), at, { claimMinutes: 2 });
-    expect(two.perSource[source]).toEqual({ claims: 107, duplicates: 103 });
+    expect(two.perSource[source]).toMatchObject({ claims: 107, duplicates: 103 });
+  });
+
+  it("counts each source's alive keys, backlog and keys in flight", async () => {
+    const source = await makeSource(86400, uniq("psk"));
+    const quiet = await makeSource(86400, uniq("psq"));
+    await insertKeys(source, { expired: 2, alive: 5, leased: 1 });
+    const [{ at }] = await sql<{ at: Date }>("SELECT date_trunc('minute', now()) AS at");
+    const m = await measure(pool(), at);
+    // The shared database stays far below the exact-count limit (100,000 keys).
+    expect(m.perSource[source]).toEqual({ claims: 0, duplicates: 0, aliveKeys: 5, expiryBacklog: 2, inFlight: 1, keysEstimated: false });
+    expect(m.perSource[quiet]).toEqual({ claims: 0, duplicates: 0, aliveKeys: 0, expiryBacklog: 0, inFlight: 0, keysEstimated: false });
+    // Past the counting caps the table is sampled (TABLESAMPLE) and the shares scaled to the totals: estimates.
+    const est = await measure(pool(), at, { aliveCap: 2 });
+    expect(est.perSource[source]).toMatchObject({ keysEstimated: true, inFlight: 1 });
+    expect(est.perSource[source].aliveKeys).toBeGreaterThan(0);
+    expect(est.perSource[source].expiryBacklog).toBeGreaterThan(0);
   });
 });

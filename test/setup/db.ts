@@ -12,6 +12,8 @@ process.env.KEYWARD_PRUNE_INTERVAL_SECONDS = "0";
 process.env.KEYWARD_REPLAY_WORKER = "0";
 // Nor consume RabbitMQ inlets another test file made (the inlet tests run their own consumers).
 process.env.KEYWARD_INLET_CONSUMER = "off";
+// Nor the late-duplicate job (it reads the whole shared audit history); its tests run it themselves.
+process.env.KEYWARD_LATE_DUPLICATES_INTERVAL_SECONDS = "0";
 
 export const uniq = (prefix = "t") => `${prefix}-${randomBytes(4).toString("hex")}`;
 

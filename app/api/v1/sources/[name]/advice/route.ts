@@ -1,0 +1,18 @@
+/**
+ * GET /api/v1/sources/:name/advice?window=30d — the TTL advisor (viewers and up, API keys with scope
+ * read): the source's observed duplicate ages and late duplicates over the window (1h to 90d, default
+ * 30d), its current TTL, a recommended one with its reasons (or null, with `reason`, when the evidence is
+ * too thin), and both projected sizes. 404 unknown source; 400 bad window. Shape: lib/retention/advice-schema.ts.
+ */
+import { getAdvice } from "@/lib/retention/advice";
+import { adviceQuery } from "@/lib/retention/advice-schema";
+import { json, route } from "@/lib/http/route";
+import { parseOrThrow } from "@/lib/http/validate";
+
+export const GET = route<{ name: string }>(
+  async ({ req, params }) => {
+    const q = parseOrThrow(adviceQuery, Object.fromEntries(new URL(req.url).searchParams));
+    return json(await getAdvice(params.name, q.window));
+  },
+  { allow: ["read"] },
+);

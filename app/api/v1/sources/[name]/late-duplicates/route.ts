@@ -1,0 +1,18 @@
+/**
+ * GET /api/v1/sources/:name/late-duplicates?window=30d&limit=50&cursor=… — events of the source processed
+ * twice because their key had expired (found by lib/retention/late-duplicates.ts within ~3 minutes), newest
+ * first: `{ items, next, perDay }` (viewers and up, API keys with scope read). 404 unknown source; 400 bad
+ * window; 422 a cursor that is not one.
+ */
+import { listLateDuplicates } from "@/lib/retention/advice";
+import { lateDuplicatesQuery } from "@/lib/retention/advice-schema";
+import { json, route } from "@/lib/http/route";
+import { parseOrThrow } from "@/lib/http/validate";
+
+export const GET = route<{ name: string }>(
+  async ({ req, params }) => {
+    const q = parseOrThrow(lateDuplicatesQuery, Object.fromEntries(new URL(req.url).searchParams));
+    return json(await listLateDuplicates(params.name, q));
+  },
+  { allow: ["read"] },
+);

@@ -1,0 +1,13 @@
+/**
+ * POST /api/v1/sources/:name/preview — a dry run of PATCH /api/v1/sources/:name with the same body: the
+ * source as it is and as the change would leave it (TTL, invariant checks, projected size), checked by the
+ * same code as a saved source. Saves nothing, records nothing. Viewers and up (the console's edit form
+ * calls it as an admin types); 404 unknown source, 422 what PATCH would refuse.
+ */
+import { previewSourceUpdate } from "@/lib/sources/preview";
+import { json, readJson, route } from "@/lib/http/route";
+
+export const POST = route<{ name: string }>(
+  async ({ req, params }) => json(await previewSourceUpdate(params.name, await readJson(req, 4096))),
+  { allow: ["read"] },
+);

@@ -1,0 +1,117 @@
+"use client";
+
+import { useState } from "react";
+import { useQuery, useQueryClient } from "@tanstack/react-query";
+import { useCan } from "@/components/auth/SessionProvider";
+import { ErrorBox } from "@/components/ui/ErrorBox";
+import { humanDuration } from "@/lib/retention/advisor";
+import type { AdviceResponse } from "@/lib/retention/advice-schema";
+import { formatBytes } from "./prepare";
+import { presetsQuery, type SourceItem, type SourceSettings } from "./queries";
+import { recommendedForm, summarizeAdvice } from "./advisor-prepare";
+import { sourcePageKeys } from "./advisor-queries";
+import { EditSource } from "./EditSource";
+import styles from "./advisor.module.css";
+
+/**
+ * The advisor: what arrived against what is configured, the recommendation with its reasons (or why there
+ * is none), both projected sizes; for admins, "Apply…" opens the ordinary edit form with the recommended
+ * parts filled in (nothing is saved until they save it there, after its preview).
+ */
+export type AdviceState = { data?: AdviceResponse; error: unknown; isPending: boolean; isFetching: boolean; refetch: () => unknown };
+
+export function AdvisorCard({ source, advice }: { source: SourceItem; advice: AdviceState }) {
+  const canEdit = useCan("admin");
+  const canExtend = useCan("operator");
+  const presets = useQuery({ ...presetsQuery(), enabled: canEdit });
+  const queryClient = useQueryClient();
+  const [applying, setApplying] = useState(false);
+  const [saved, setSaved] = useState<string | null>(null);
+
+  if (advice.isPending) {
+    return (
+      <section className={`panel ${styles.card}`} aria-label="Advisor" aria-busy="true">
+        <h2 className="section-title section-title--flush">Advisor</h2>
+        <p className="muted">Reading the last days of duplicates…</p>
+      </section>
+    );
+  }
+  if (!advice.data) {
+    return <ErrorBox title="The advice could not be loaded" error={advice.error} onRetry={() => void advice.refetch()} retrying={advice.isFetching} />;
+  }
+  const a = advice.data;
+  const s = summarizeAdvice(a);
+  const done = async (settings?: SourceSettings) => {
+    setApplying(false);
+    if (settings) {
+      setSaved(`Saved: TTL ${humanDuration(settings.ttlSeconds)} for new claims; live keys keep their expiry.`);
+      await queryClient.invalidateQueries({ queryKey: sourcePageKeys.all(source.name) });
+    }
+  };
+  return (
+    <section className={`panel ${styles.card} ${s.tone === "warn" ? styles.cardWarn : s.tone === "ok" ? styles.cardOk : ""}`} aria-label="Advisor" data-testid="advisor-card">
+      <header className="source-card__header">
+        <h2 className="section-title section-title--flush">Advisor</h2>
+        <span className={`status status--${s.tone === "neutral" ? "off" : s.tone}`}>{s.tone === "ok" ? "✓ TTL fits the traffic" : s.tone === "warn" ? "⚠ Worth a look" : "Not enough evidence yet"}</span>
+        {advice.isFetching && <span className="muted small">updating…</span>}
+      </header>
+      <dl className="detail-list">
+        <div>
+          <dt>Observed</dt>
+          <dd>
+            {s.observed}
+            {s.late && <div className="warn-text">{s.late}</div>}
+          </dd>
+        </div>
+        <div>
+          <dt>Configured</dt>
+          <dd>
+            <span className="mono">{s.current}</span>
+            <div className="muted small">projected {formatBytes(a.projection.currentBytes)} of keys at the last hour&apos;s claim rate</div>
+          </dd>
+        </div>
+        <div>
+          <dt>Recommendation</dt>
+          <dd>
+            <strong data-testid="advisor-verdict">{s.verdict}</strong>
+            {a.recommended && a.projection.recommendedBytes !== null && s.changes && (
+              <div className="muted small">
+                projected {formatBytes(a.projection.recommendedBytes)} (now {formatBytes(a.projection.currentBytes)})
+              </div>
+            )}
+          </dd>
+        </div>
+      </dl>
+      {a.recommended && (
+        <ul className={styles.reasons} aria-label="Reasons">
+          {a.recommended.reasons.map((r) => (
+            <li key={r}>{r}</li>
+          ))}
+        </ul>
+      )}
+      <p className="form__status" aria-live="polite">
+        {saved}
+      </p>
+      {canEdit && a.recommended && s.changes && !applying && (
+        <div className="form__actions">
+          <button type="button" className="button button--primary" onClick={() => {
+              setSaved(null);
+              setApplying(true);
+            }}>
+            Apply…
+          </button>
+          <span className="muted small">opens the edit form with these values; nothing changes until you save</span>
+        </div>
+      )}
+      {applying && a.recommended && (
+        <EditSource
+          source={source}
+          presets={presets.data}
+          canExtend={canExtend}
+          initial={recommendedForm(source, a.recommended.parts)}
+          onDone={(settings) => void done(settings)}
+        />
+      )}
+    </section>
+  );
+}

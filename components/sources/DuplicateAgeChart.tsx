@@ -1,0 +1,109 @@
+"use client";
+
+import { Bar, BarChart, CartesianGrid, ReferenceLine, ResponsiveContainer, Tooltip, XAxis, YAxis } from "recharts";
+import { ChartLegend, ChartTooltip } from "@/components/charts/ChartTooltip";
+import { formatCount } from "@/components/ui/format";
+import { humanDuration } from "@/lib/retention/advisor";
+import type { AdviceResponse } from "@/lib/retention/advice-schema";
+import { formatCompact } from "@/components/overview/chart-data";
+import { agePosition, histogramBars } from "./advisor-prepare";
+import styles from "./advisor.module.css";
+
+const COLORS = { bars: "#db2777", ttl: "#c2410c", retry: "#3b6fe0" };
+
+/**
+ * How old keys were when their duplicates arrived, one bar per fixed bucket (≤ 1 s … ≤ 90 d, > 90 d),
+ * with the source's TTL and retry window drawn where they fall: bars right of the retry window are
+ * retries later than the sender was declared to make; a late duplicate would be right of the TTL (those
+ * are in the table below, since their keys had expired). Display only (advisor-prepare.ts).
+ */
+export function DuplicateAgeChart({ advice, retryWindowSeconds }: { advice: AdviceResponse; retryWindowSeconds: number }) {
+  const bars = histogramBars(advice.observed.histogram);
+  const o = advice.observed;
+  const ttl = advice.current.ttlSeconds;
+  return (
+    <section className="chart-card duplicate-ages" aria-label="Duplicate ages" data-testid="duplicate-age-chart">
+      <header className="chart-card__header">
+        <h3 className="chart-card__title">Age of each duplicate when it arrived (last {advice.window})</h3>
+        {o.duplicates > 0 && (
+          <div className="chart-card__headline">
+            {formatCount(o.duplicates)} duplicates · p99.9 ≤ {humanDuration(o.ageP999Seconds ?? 0)} · oldest {humanDuration(o.maxAgeSeconds ?? 0)}
+          </div>
+        )}
+      </header>
+      <ChartLegend
+        items={[
+          { name: "Duplicates", color: COLORS.bars, bar: true },
+          { name: `TTL ${humanDuration(ttl)}`, color: COLORS.ttl, dashed: true },
+          { name: `Retry window ${humanDuration(retryWindowSeconds)}`, color: COLORS.retry, dashed: true },
+        ]}
+      />
+      {o.duplicates === 0 ? (
+        <p className="chart-card__empty muted">No duplicate in the last {advice.window}: nothing has been delivered twice while its key was alive.</p>
+      ) : (
+        <div className={styles.histogramPlot}>
+          <ResponsiveContainer width="100%" height="100%">
+            <BarChart data={bars} margin={{ top: 24, right: 16, bottom: 0, left: 4 }} barCategoryGap="12%">
+              <CartesianGrid strokeDasharray="3 3" className="chart-grid" vertical={false} />
+              <XAxis
+                dataKey="x"
+                type="number"
+                domain={[-0.5, bars.length - 0.5]}
+                ticks={bars.map((b) => b.x)}
+                interval={0}
+                tickFormatter={(x: number) => bars[x]?.label ?? ""}
+                angle={-35}
+                textAnchor="end"
+                height={56}
+                tick={{ fontSize: 11 }}
+                allowDataOverflow
+              />
+              <YAxis tickFormatter={formatCompact} width={48} allowDecimals={false} />
+              <Tooltip
+                isAnimationActive={false}
+                cursor={{ fillOpacity: 0.08 }}
+                content={({ active, payload }) => {
+                  const b = payload?.[0]?.payload as (typeof bars)[number] | undefined;
+                  if (!active || !b) return null;
+                  return <ChartTooltip title={`Arrived ${b.range} after the first delivery`} rows={[{ name: "Duplicates", color: COLORS.bars, value: formatCount(b.count) }]} />;
+                }}
+              />
+              <Bar dataKey="count" name="Duplicates" fill={COLORS.bars} isAnimationActive={false} />
+              <ReferenceLine
+                x={agePosition(retryWindowSeconds, advice.observed.histogram)}
+                stroke={COLORS.retry}
+                strokeDasharray="5 4"
+                strokeWidth={2}
+                label={{ value: `retry window ${humanDuration(retryWindowSeconds)}`, position: "insideTopRight", fill: COLORS.retry, fontSize: 11 }}
+              />
+              <ReferenceLine
+                x={agePosition(ttl, advice.observed.histogram)}
+                stroke={COLORS.ttl}
+                strokeDasharray="5 4"
+                strokeWidth={2}
+                label={{ value: `TTL ${humanDuration(ttl)}`, position: "top", fill: COLORS.ttl, fontSize: 11 }}
+              />
+            </BarChart>
+          </ResponsiveContainer>
+        </div>
+      )}
+      <table className="visually-hidden" data-testid="duplicate-age-table">
+        <caption>Duplicates by age when they arrived</caption>
+        <thead>
+          <tr>
+            <th scope="col">Age</th>
+            <th scope="col">Duplicates</th>
+          </tr>
+        </thead>
+        <tbody>
+          {bars.map((b) => (
+            <tr key={b.x}>
+              <td>{b.label}</td>
+              <td>{b.count}</td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+    </section>
+  );
+}

@@ -1,0 +1,77 @@
+"use client";
+
+import { useEffect, useState } from "react";
+import { keepPreviousData, useQuery } from "@tanstack/react-query";
+import { ApiError } from "@/components/api";
+import { formatDuration } from "@/lib/sources/duration";
+import { describeProjection, invariantTitle, previewBody, ttlEquation, type SourceFormState } from "./prepare";
+import type { SourceItem } from "./queries";
+import { previewSource } from "./advisor-queries";
+import styles from "./advisor.module.css";
+
+/** `value`, once it has stayed the same for `ms`. */
+function useSettled<T>(value: T, ms: number): T {
+  const [settled, setSettled] = useState(value);
+  useEffect(() => {
+    const t = setTimeout(() => setSettled(value), ms);
+    return () => clearTimeout(t);
+  }, [value, ms]);
+  return settled;
+}
+
+/**
+ * The edit preview: while an admin types, the server checks the typed parts as it would check the saved
+ * source (POST …/preview: the same invariant checks and size projection) and this shows the result before
+ * anything is saved. Typing that does not parse yet shows nothing new (the form names the field).
+ */
+export function SourcePreview({ source, state }: { source: SourceItem; state: SourceFormState }) {
+  const body = previewBody(state);
+  const key = useSettled(body ? JSON.stringify(body) : null, 300);
+  const preview = useQuery({
+    queryKey: ["source-preview", source.name, key],
+    queryFn: ({ signal }) => previewSource(source.name, JSON.parse(key!), signal),
+    enabled: key !== null,
+    placeholderData: keepPreviousData,
+    retry: false,
+    staleTime: 30_000,
+  });
+  const p = preview.data?.preview;
+  const refused = preview.error instanceof ApiError && preview.error.status === 422 ? preview.error.message : null;
+  return (
+    <section className={styles.preview} aria-label="Preview before saving" aria-live="polite" aria-busy={preview.isFetching} data-testid="source-preview">
+      <h4 className="source-card__subtitle">Before you save {preview.isFetching && <span className="muted small">checking…</span>}</h4>
+      {refused ? (
+        <p className="inline-error">{refused}</p>
+      ) : preview.isError ? (
+        <p className="muted">The preview is unavailable right now; saving still checks everything.</p>
+      ) : !p ? (
+        <p className="muted">{key === null ? "Type the four parts to see the checks and the projected size." : "Checking…"}</p>
+      ) : (
+        <>
+          <p>
+            TTL <span className="mono">{ttlEquation(p)}</span>
+            {p.ttlSeconds !== source.ttlSeconds && <span className="muted"> (now {formatDuration(source.ttlSeconds)})</span>}
+          </p>
+          <p data-testid="preview-projection">
+            Projected {describeProjection(p.projection, p.ttlSeconds).result}
+            {p.projection.bytes !== source.projection.bytes && (
+              <span className="muted"> (now {describeProjection(source.projection, source.ttlSeconds).result.replace(/^≈ /, "")})</span>
+            )}
+          </p>
+          <ul className="checks">
+            {p.invariants.map((i) => (
+              <li key={i.id} className={`checks__item checks__item--${i.ok ? "ok" : "warn"}`}>
+                <span className="checks__mark" role="img" aria-label={i.ok ? "ok" : "warning"}>
+                  {i.ok ? "✓" : "⚠"}
+                </span>
+                <span>
+                  <strong>{invariantTitle(i.id)}</strong>: {i.message}
+                </span>
+              </li>
+            ))}
+          </ul>
+        </>
+      )}
+    </section>
+  );
+}

@@ -1,0 +1,85 @@
+/**
+ * Client side of a source's page: query keys and react-query options for its advice, late duplicates
+ * and charts (app/api/v1/sources/{name}/advice, …/late-duplicates, /api/v1/metrics?source=), and the edit
+ * preview (POST …/preview). Responses are checked against the shared zod schemas.
+ */
+import { keepPreviousData, queryOptions } from "@tanstack/react-query";
+import { api } from "@/components/api";
+import { ApiError, getJson, retryUnlessClientError } from "@/lib/http/client";
+import { adviceSchema, lateDuplicatesPageSchema, type AdviceResponse, type LateDuplicatesPage } from "@/lib/retention/advice-schema";
+import { METRICS_RANGES, metricsResponseSchema, type MetricsRange, type MetricsResponse } from "@/lib/metrics/schema";
+import type { z } from "zod";
+import type { SourceItem } from "./queries";
+import type { UpdateSourceBody } from "./prepare";
+
+const base = (name: string) => `/api/v1/sources/${encodeURIComponent(name)}`;
+
+function checked<S extends z.ZodType>(schema: S, body: unknown, what: string): z.output<S> {
+  const parsed = schema.safeParse(body);
+  if (!parsed.success) throw new ApiError(200, "unexpected_response", `the server's ${what} does not match this console version; reload the page`);
+  return parsed.data;
+}
+
+export const sourcePageKeys = {
+  all: (name: string) => ["source-page", name] as const,
+  advice: (name: string, window: string) => [...sourcePageKeys.all(name), "advice", window] as const,
+  late: (name: string, window: string, cursor: string | null) => [...sourcePageKeys.all(name), "late", window, cursor] as const,
+  metrics: (name: string, range: MetricsRange) => [...sourcePageKeys.all(name), "metrics", range] as const,
+};
+
+/** The advisor is evidence over days: re-read every 5 minutes (late duplicates show within ~3). */
+export const ADVICE_REFRESH_MS = 5 * 60_000;
+
+export function adviceQuery(name: string, window: string) {
+  return queryOptions({
+    queryKey: sourcePageKeys.advice(name, window),
+    queryFn: async ({ signal }): Promise<AdviceResponse> =>
+      checked(adviceSchema, await getJson(`${base(name)}/advice?window=${encodeURIComponent(window)}`, signal), "advice"),
+    refetchInterval: ADVICE_REFRESH_MS,
+    placeholderData: keepPreviousData,
+    retry: retryUnlessClientError,
+  });
+}
+
+export function lateDuplicatesQuery(name: string, window: string, cursor: string | null) {
+  return queryOptions({
+    queryKey: sourcePageKeys.late(name, window, cursor),
+    queryFn: async ({ signal }): Promise<LateDuplicatesPage> => {
+      const qs = new URLSearchParams({ window, limit: "20", ...(cursor ? { cursor } : {}) });
+      return checked(lateDuplicatesPageSchema, await getJson(`${base(name)}/late-duplicates?${qs}`, signal), "late duplicates");
+    },
+    refetchInterval: ADVICE_REFRESH_MS,
+    placeholderData: keepPreviousData,
+    retry: retryUnlessClientError,
+  });
+}
+
+export function sourceMetricsQuery(name: string, range: MetricsRange) {
+  return queryOptions({
+    queryKey: sourcePageKeys.metrics(name, range),
+    queryFn: async ({ signal }): Promise<MetricsResponse> => {
+      const to = new Date();
+      const from = new Date(to.getTime() - METRICS_RANGES[range] * 1000);
+      const qs = new URLSearchParams({ from: from.toISOString(), to: to.toISOString(), source: name });
+      return checked(metricsResponseSchema, await getJson(`/api/v1/metrics?${qs}`, signal), "metrics");
+    },
+    refetchInterval: 60_000,
+    placeholderData: keepPreviousData,
+    retry: retryUnlessClientError,
+  });
+}
+
+export function sourceQuery(name: string) {
+  return queryOptions({
+    queryKey: [...sourcePageKeys.all(name), "source"] as const,
+    queryFn: async ({ signal }) => (await getJson(base(name), signal)) as SourceItem,
+    retry: retryUnlessClientError,
+  });
+}
+
+/** What a change would give (POST …/preview): the source as it is and as the change would leave it. */
+export type SourcePreview = { current: SourceItem; preview: SourceItem };
+
+export function previewSource(name: string, body: UpdateSourceBody, signal?: AbortSignal) {
+  return api<SourcePreview>(`${base(name)}/preview`, { method: "POST", body, signal });
+}

@@ -1,0 +1,137 @@
+/**
+ * The TTL advisor's API (GET /api/v1/sources/{name}/advice?window=30d) and the late-duplicate list
+ * (GET /api/v1/sources/{name}/late-duplicates): query and response schemas, shared by the routes, the
+ * CLI, the console and the tests.
+ */
+import { z } from "zod";
+import { KeywardError } from "../errors";
+import { parseDuration } from "../sources/duration";
+import { DUPLICATE_AGES_KEPT_DAYS } from "../metrics/duplicate-ages";
+import { isInstant, unstorableReason } from "../http/fields";
+
+export const DEFAULT_ADVICE_WINDOW = "30d";
+export const MIN_WINDOW_SECONDS = 3600;
+export const MAX_WINDOW_SECONDS = DUPLICATE_AGES_KEPT_DAYS * 86400;
+
+/**
+ * A window as people type it ("30d", "7d", "12h", "1d12h"), 1 hour to 90 days (the histogram's
+ * retention). Anything else is a 400 naming `window`.
+ */
+export function parseWindow(text: string | undefined): { text: string; seconds: number } {
+  const t = text ?? DEFAULT_ADVICE_WINDOW;
+  let seconds: number;
+  try {
+    seconds = parseDuration(t);
+  } catch (err) {
+    throw KeywardError.badRequest("invalid_window", `window: ${(err as Error).message}`, { field: "window" });
+  }
+  if (seconds < MIN_WINDOW_SECONDS || seconds > MAX_WINDOW_SECONDS) {
+    throw KeywardError.badRequest(
+      "invalid_window",
+      `window: must be between 1h and ${DUPLICATE_AGES_KEPT_DAYS}d (duplicate ages are kept ${DUPLICATE_AGES_KEPT_DAYS} days), got ${t}`,
+      { field: "window" },
+    );
+  }
+  return { text: t.trim(), seconds };
+}
+
+/** `?window=30d` and nothing else (an unknown parameter is a 422 naming it). */
+export const adviceQuery = z.strictObject({ window: z.string().max(32).optional() });
+
+const seconds = z.number().nonnegative();
+const count = z.number().int().nonnegative();
+const instant = z.iso.datetime({ offset: true });
+
+export const partsSchema = z.object({
+  retryWindowSeconds: count,
+  queueLagSeconds: count,
+  clockSkewSeconds: count,
+  replaySeconds: count,
+});
+
+export const lateDuplicateSchema = z.object({
+  eventId: z.string(),
+  /** The earlier claim of the event (its key then expired). */
+  firstClaimAt: instant,
+  /** The claim that processed it again. */
+  lateClaimAt: instant,
+  gapSeconds: seconds,
+});
+export type LateDuplicateExample = z.infer<typeof lateDuplicateSchema>;
+
+export const adviceSchema = z.object({
+  source: z.string(),
+  /** The window as asked for ("30d"). */
+  window: z.string(),
+  observed: z.object({
+    /** Duplicates answered in the window (claims made on a caller's own connection are not counted). */
+    duplicates: count,
+    /** Upper bounds: the upper edge of the bucket holding the percentile, never above the largest age. */
+    ageP50Seconds: seconds.nullable(),
+    ageP99Seconds: seconds.nullable(),
+    ageP999Seconds: seconds.nullable(),
+    maxAgeSeconds: seconds.nullable(),
+    /** Duplicates per bucket: `leSeconds` is the bucket's upper edge; null for the last one (> 90 d). */
+    histogram: z.array(z.object({ leSeconds: seconds.nullable(), count })),
+    /** Events processed twice in the window because their key had expired. */
+    lateDuplicates: count,
+    /** The (at most 10) late duplicates with the longest gaps. */
+    lateDuplicateExamples: z.array(lateDuplicateSchema),
+  }),
+  current: z.object({ ttlSeconds: count, parts: partsSchema }),
+  recommended: z.object({ ttlSeconds: count, parts: partsSchema, reasons: z.array(z.string()) }).nullable(),
+  /** Why `recommended` is null (too little evidence: how much more is needed); null when there is one. */
+  reason: z.string().nullable(),
+  /** Projected steady-state size of the source's keys: recent claim rate × TTL × bytes per key. */
+  projection: z.object({ currentBytes: count, recommendedBytes: count.nullable() }),
+});
+export type AdviceResponse = z.infer<typeof adviceSchema>;
+
+/** GET /api/v1/sources/{name}/late-duplicates: `?window=30d&limit=50&cursor=…`, newest first. */
+export const lateDuplicatesQuery = z.strictObject({
+  window: z.string().max(32).optional(),
+  limit: z.coerce.number().int().min(1).max(500).default(50),
+  cursor: z.string().max(1000).optional(),
+});
+
+export const lateDuplicateItemSchema = lateDuplicateSchema.extend({
+  eventType: z.string().nullable(),
+  /** pruned: the key had been deleted; unpruned: the expired key was still stored (reclaimed_after_expiry). */
+  keyState: z.enum(["pruned", "unpruned"]),
+  /** The late claim came while a Keyward replay re-drove the event. */
+  viaReplay: z.boolean(),
+  /** Who made the late claim (the API key's name, or "library"). */
+  lateActor: z.string().nullable(),
+});
+export type LateDuplicateItem = z.infer<typeof lateDuplicateItemSchema>;
+
+export const lateDuplicatesPageSchema = z.object({
+  items: z.array(lateDuplicateItemSchema),
+  /** Pass as `cursor` for the next (older) page; null on the last one. */
+  next: z.string().nullable(),
+  /** Late duplicates per UTC day of the window, oldest first (days without any included). */
+  perDay: z.array(z.object({ day: z.string(), count, viaReplay: count })),
+});
+export type LateDuplicatesPage = z.infer<typeof lateDuplicatesPageSchema>;
+
+/** A page cursor: the last item's late claim time (microseconds, UTC) and event id. Opaque to callers. */
+export function encodeLateCursor(atMicros: string, eventId: string): string {
+  return Buffer.from(JSON.stringify([atMicros, eventId])).toString("base64url");
+}
+
+const MICROS = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z$/;
+
+export function decodeLateCursor(cursor: string): { at: string; eventId: string } {
+  try {
+    const v: unknown = JSON.parse(Buffer.from(cursor, "base64url").toString("utf8"));
+    if (Array.isArray(v) && v.length === 2 && typeof v[0] === "string" && typeof v[1] === "string") {
+      const [at, eventId] = v as [string, string];
+      if (MICROS.test(at) && isInstant(at) && unstorableReason(eventId) === null) return { at, eventId };
+    }
+  } catch {
+    // falls through
+  }
+  throw KeywardError.unprocessable("invalid_request", "invalid request: cursor: must be a cursor from a previous page", {
+    fields: [{ field: "cursor", message: "must be a cursor from a previous page" }],
+  });
+}

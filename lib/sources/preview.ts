@@ -1,0 +1,30 @@
+/**
+ * The edit preview: what a change to a source would give — its TTL, the invariant checks and the
+ * projected size — computed by the same code that checks a saved source (applySourceUpdate, checkTtl,
+ * reportOf), without saving anything or recording an action. The console calls it while an admin types.
+ */
+import { parseOrThrow } from "../http/validate";
+import { loadEnv } from "../config/env";
+import { claimRates, sizeBasis } from "../metrics/projection";
+import { applySourceUpdate, checkTtl, ttlOf, updateSourceRequest } from "./schema";
+import { getSource, reportOf, type SourceReport } from "./sources";
+
+export type SourcePreview = { current: SourceReport; preview: SourceReport };
+
+/** The source as it is and as `input` (a PATCH body) would leave it. Refuses what PATCH refuses (422). */
+export async function previewSourceUpdate(name: string, input: unknown): Promise<SourcePreview> {
+  const before = await getSource(name);
+  const change = parseOrThrow(updateSourceRequest, input);
+  const merged = applySourceUpdate(before, change);
+  checkTtl(merged);
+  const after = {
+    ...before,
+    ...merged,
+    ttlSeconds: ttlOf(merged),
+    ...(change.deadLetterRetentionSeconds !== undefined ? { deadLetterRetentionSeconds: change.deadLetterRetentionSeconds } : {}),
+    ...(change.replayDestination !== undefined ? { replayDestination: change.replayDestination } : {}),
+  };
+  const [basis, rates] = await Promise.all([sizeBasis(), claimRates(before.name)]);
+  const ctx = { ...basis, claimRate: rates.get(before.name) ?? 0, auditRetentionSeconds: loadEnv().KEYWARD_AUDIT_RETENTION_DAYS * 86400 };
+  return { current: reportOf(before, ctx), preview: reportOf(after, ctx) };
+}

@@ -1,0 +1,94 @@
+/**
+ * `keyward demo` as a user runs it (issue 14 §5): in a fresh directory, with DATABASE_URL pointing at this
+ * run's test database, it must leave that database alone, seed ./.keyward-demo/ with the three senders'
+ * history, and serve the console with a demo banner. Checked through the API as the demo admin.
+ */
+import { spawn } from "node:child_process";
+import { existsSync } from "node:fs";
+import { mkdtemp, rm } from "node:fs/promises";
+import os from "node:os";
+import path from "node:path";
+import { afterAll, describe, expect, it } from "vitest";
+import { sql } from "../setup/db";
+import { cookiesOf } from "../setup/auth";
+import { BIN, ROOT, baseEnv, freePort, stopServer, type Server } from "../setup/server";
+
+const spawned: Server[] = [];
+let dir: string | undefined;
+
+afterAll(async () => {
+  for (const s of spawned) await stopServer(s);
+  if (dir) await rm(dir, { recursive: true, force: true });
+}, 60_000);
+
+/** `keyward demo` in the project (as `npm run demo` runs it), its data in `demoDir` instead of ./.keyward-demo/. */
+async function startDemo(demoDir: string, port: number): Promise<Server> {
+  const env = Object.assign(baseEnv(), { PORT: String(port), HOSTNAME: "127.0.0.1", KEYWARD_DEMO_DIR: demoDir });
+  const child = spawn(process.execPath, [BIN, "demo", "--no-build"], { cwd: ROOT, env, stdio: ["ignore", "pipe", "pipe"] });
+  let out = "";
+  child.stdout!.on("data", (d: Buffer) => (out += d.toString()));
+  child.stderr!.on("data", (d: Buffer) => (out += d.toString()));
+  const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
+  const server: Server = { child, output: () => out, exited };
+  spawned.push(server);
+  const deadline = Date.now() + 400_000;
+  while (!out.includes("console and API on")) {
+    if (child.exitCode !== null) throw new Error(`keyward demo exited with ${child.exitCode}:\n${out}`);
+    if (Date.now() > deadline) throw new Error(`keyward demo did not serve in time:\n${out}`);
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  return server;
+}
+
+describe("keyward demo", () => {
+  it("seeds its own embedded database (never DATABASE_URL) with three senders' history and serves it with a banner", async () => {
+    dir = await mkdtemp(path.join(os.tmpdir(), "keyward-demo-test-"));
+    const port = await freePort();
+    const base = `http://127.0.0.1:${port}`;
+    const server = await startDemo(path.join(dir, ".keyward-demo"), port);
+    expect(server.output()).toContain("DATABASE_URL is ignored");
+    expect(server.output()).toMatch(/seeded 4 days: \d+ claims, \d+ duplicates, \d+ late duplicates/);
+    expect(existsSync(path.join(dir, ".keyward-demo", "pgdata"))).toBe(true);
+    // The configured database was not touched.
+    expect(await sql("SELECT 1 FROM auth_users WHERE username = 'demo'")).toEqual([]);
+
+    const signIn = await fetch(`${base}/api/v1/session`, {
+      method: "POST",
+      headers: { "content-type": "application/json", origin: base },
+      body: JSON.stringify({ username: "demo", password: "keyward-demo" }),
+    });
+    expect(signIn.status).toBe(200);
+    const cookie = cookiesOf(signIn.headers);
+    const get = async (p: string) => {
+      const res = await fetch(base + p, { headers: { cookie } });
+      expect(res.status, p).toBe(200);
+      return res.json();
+    };
+
+    const { sources } = await get("/api/v1/sources");
+    expect(sources.map((s: { name: string }) => s.name)).toEqual(["github", "orders", "stripe"]);
+    const orders = await get("/api/v1/sources/orders/advice");
+    expect(orders.observed.lateDuplicates).toBeGreaterThan(10);
+    expect(orders.current.ttlSeconds).toBe(8 * 3600 + 300);
+    expect(orders.recommended.ttlSeconds).toBeGreaterThanOrEqual(7 * 86400);
+    const stripe = await get("/api/v1/sources/stripe/advice");
+    expect(stripe.observed.duplicates).toBeGreaterThanOrEqual(1000);
+    expect(stripe.observed.maxAgeSeconds).toBeGreaterThan(3 * 86400);
+    const github = await get("/api/v1/sources/github/advice");
+    expect(github.observed.ageP999Seconds).toBeLessThanOrEqual(3600);
+    const late = await get("/api/v1/sources/orders/late-duplicates?limit=500");
+    expect(late.items.some((i: { viaReplay: boolean }) => i.viaReplay)).toBe(true);
+    const replays = await get("/api/v1/replays");
+    expect(replays.items.filter((r: { status: string }) => r.status === "completed")).toHaveLength(1);
+    const letters = await get("/api/v1/dead-letters");
+    expect(letters.items.length).toBeGreaterThan(5);
+    const runs = await get("/api/v1/maintenance/prune?limit=500");
+    expect(runs.runs.some((r: { stopped: string }) => r.stopped === "error")).toBe(true);
+    const metrics = await get("/api/v1/metrics?source=stripe");
+    expect(metrics.samples.length).toBeGreaterThan(100);
+
+    const signInPage = await (await fetch(`${base}/sign-in`)).text();
+    expect(signInPage).toContain("Demo data.");
+    expect(signInPage).toContain("keyward-demo");
+  }, 600_000);
+});
