@@ -74,6 +74,8 @@ export function MetricsPanel({ range, source = null }: { range: MetricsRange; so
                 Nothing after a few minutes? The sampler may be turned off: <code>KEYWARD_SAMPLE_INTERVAL_SECONDS=0</code>.
               </p>
             </EmptyState>
+          )
+        }
       >
         {(data) => (
           <>

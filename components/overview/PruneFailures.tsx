@@ -2,7 +2,7 @@
 
 import { useQuery } from "@tanstack/react-query";
 import { formatDateTime } from "@/components/ui/format";
-import { getJson, retryUnlessClientError } from "@/lib/http/client";
+import { api, retryUnlessClientError } from "@/components/api";
 import type { PruneRunRecord } from "@/lib/retention/prune-schema";
 import { pruneFailureSummary } from "./prune-failures";
 
@@ -13,7 +13,7 @@ import { pruneFailureSummary } from "./prune-failures";
 export function PruneFailures() {
   const { data } = useQuery({
     queryKey: ["maintenance", "prune-runs"],
-    queryFn: async ({ signal }) => (await getJson("/api/v1/maintenance/prune?limit=200", signal)) as { runs: PruneRunRecord[] },
+    queryFn: ({ signal }) => api<{ runs: PruneRunRecord[] }>("/api/v1/maintenance/prune?limit=200", { signal }),
     refetchInterval: 60_000,
     retry: retryUnlessClientError,
   });

@@ -6,7 +6,7 @@ import { useCan } from "@/components/auth/SessionProvider";
 import { ErrorBox } from "@/components/ui/ErrorBox";
 import { humanDuration } from "@/lib/retention/advisor";
 import type { AdviceResponse } from "@/lib/retention/advice-schema";
-import { formatBytes } from "./prepare";
+import { formatBytes } from "@/components/ui/format";
 import { presetsQuery, type SourceItem, type SourceSettings } from "./queries";
 import { recommendedForm, summarizeAdvice } from "./advisor-prepare";
 import { sourcePageKeys } from "./advisor-queries";

@@ -5,7 +5,7 @@ import { ChartLegend, ChartTooltip } from "@/components/charts/ChartTooltip";
 import { formatCount } from "@/components/ui/format";
 import { humanDuration } from "@/lib/retention/advisor";
 import type { AdviceResponse } from "@/lib/retention/advice-schema";
-import { formatCompact } from "@/components/overview/chart-data";
+import { formatCompact } from "@/components/ui/format";
 import { agePosition, histogramBars } from "./advisor-prepare";
 import styles from "./advisor.module.css";
 

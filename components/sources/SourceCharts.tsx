@@ -1,5 +1,6 @@
 "use client";
 
+import { formatBytes, formatCompact } from "@/components/ui/format";
 import Link from "next/link";
 import type { ReactNode } from "react";
 import { useQuery } from "@tanstack/react-query";
@@ -12,8 +13,6 @@ import { METRICS_RANGES, type MetricsRange } from "@/lib/metrics/schema";
 import {
   byteTicks,
   formatAxisTime,
-  formatBytes,
-  formatCompact,
   formatPointTime,
   hasValues,
   latestOf,

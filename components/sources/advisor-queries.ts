@@ -4,8 +4,7 @@
  * preview (POST …/preview). Responses are checked against the shared zod schemas.
  */
 import { keepPreviousData, queryOptions } from "@tanstack/react-query";
-import { api } from "@/components/api";
-import { ApiError, getJson, retryUnlessClientError } from "@/lib/http/client";
+import { api, apiParsed, retryUnlessClientError } from "@/components/api";
 import { adviceSchema, lateDuplicatesPageSchema, type AdviceResponse, type LateDuplicatesPage } from "@/lib/retention/advice-schema";
 import { METRICS_RANGES, metricsResponseSchema, type MetricsRange, type MetricsResponse } from "@/lib/metrics/schema";
 import type { z } from "zod";
@@ -14,11 +13,8 @@ import type { UpdateSourceBody } from "./prepare";
 
 const base = (name: string) => `/api/v1/sources/${encodeURIComponent(name)}`;
 
-function checked<S extends z.ZodType>(schema: S, body: unknown, what: string): z.output<S> {
-  const parsed = schema.safeParse(body);
-  if (!parsed.success) throw new ApiError(200, "unexpected_response", `the server's ${what} does not match this console version; reload the page`);
-  return parsed.data;
-}
+const checked = <T>(path: string, schema: z.ZodType<T>, what: string, signal: AbortSignal) =>
+  apiParsed(path, schema, `the server's ${what} does not match this console version`, signal);
 
 export const sourcePageKeys = {
   all: (name: string) => ["source-page", name] as const,
@@ -34,7 +30,7 @@ export function adviceQuery(name: string, window: string) {
   return queryOptions({
     queryKey: sourcePageKeys.advice(name, window),
     queryFn: async ({ signal }): Promise<AdviceResponse> =>
-      checked(adviceSchema, await getJson(`${base(name)}/advice?window=${encodeURIComponent(window)}`, signal), "advice"),
+      checked(`${base(name)}/advice?window=${encodeURIComponent(window)}`, adviceSchema, "advice", signal),
     refetchInterval: ADVICE_REFRESH_MS,
     placeholderData: keepPreviousData,
     retry: retryUnlessClientError,
@@ -46,7 +42,7 @@ export function lateDuplicatesQuery(name: string, window: string, cursor: string
     queryKey: sourcePageKeys.late(name, window, cursor),
     queryFn: async ({ signal }): Promise<LateDuplicatesPage> => {
       const qs = new URLSearchParams({ window, limit: "20", ...(cursor ? { cursor } : {}) });
-      return checked(lateDuplicatesPageSchema, await getJson(`${base(name)}/late-duplicates?${qs}`, signal), "late duplicates");
+      return checked(`${base(name)}/late-duplicates?${qs}`, lateDuplicatesPageSchema, "late duplicates", signal);
     },
     refetchInterval: ADVICE_REFRESH_MS,
     placeholderData: keepPreviousData,
@@ -61,7 +57,7 @@ export function sourceMetricsQuery(name: string, range: MetricsRange) {
       const to = new Date();
       const from = new Date(to.getTime() - METRICS_RANGES[range] * 1000);
       const qs = new URLSearchParams({ from: from.toISOString(), to: to.toISOString(), source: name });
-      return checked(metricsResponseSchema, await getJson(`/api/v1/metrics?${qs}`, signal), "metrics");
+      return checked(`/api/v1/metrics?${qs}`, metricsResponseSchema, "metrics", signal);
     },
     refetchInterval: 60_000,
     placeholderData: keepPreviousData,
@@ -72,7 +68,7 @@ export function sourceMetricsQuery(name: string, range: MetricsRange) {
 export function sourceQuery(name: string) {
   return queryOptions({
     queryKey: [...sourcePageKeys.all(name), "source"] as const,
-    queryFn: async ({ signal }) => (await getJson(base(name), signal)) as SourceItem,
+    queryFn: ({ signal }) => api<SourceItem>(base(name), { signal }),
     retry: retryUnlessClientError,
   });
 }

@@ -5,6 +5,8 @@
  * job reads the history once, so the console shows everything on first load. Runs once per data
  * directory (settings key `demo.seeded_at`); never against a configured DATABASE_URL (demo.ts).
  */
+import { parseInput } from "../http/validate";
+import { createSourceRequest } from "../sources/schema";
 import { randomUUID } from "node:crypto";
 import { query } from "../db/sql";
 import { prisma } from "../db/client";
@@ -69,7 +71,7 @@ export async function seedDemo(log: (msg: string) => void = () => {}): Promise<{
   log("sources and the demo admin");
   const actor = cliPrincipal();
   for (const s of DEMO_SOURCES) {
-    await createSource({ name: s.name, ...s.parts, ...(s.preset ? { preset: s.preset } : {}), ...(s.name === "orders" ? { deadLetterRetentionSeconds: 3 * 86400 } : {}) }, actor);
+    await createSource(parseInput(createSourceRequest, { name: s.name, ...s.parts, ...(s.preset ? { preset: s.preset } : {}), ...(s.name === "orders" ? { deadLetterRetentionSeconds: 3 * 86400 } : {}) }), actor);
   }
   await prisma().source.update({ where: { name: "orders" }, data: { replayDestination: "https://fulfilment.internal/hooks/orders/replay" } });
   const existing = await query("SELECT 1 FROM auth_users WHERE username = $1", [DEMO_USER.username]);

@@ -4,6 +4,7 @@
  * CLI, the console and the tests.
  */
 import { z } from "zod";
+import { cursorParam, encodeCursor } from "../pagination";
 import { KeywardError } from "../errors";
 import { parseDuration } from "../sources/duration";
 import { DUPLICATE_AGES_KEPT_DAYS } from "../metrics/duplicate-ages";
@@ -87,12 +88,22 @@ export const adviceSchema = z.object({
 });
 export type AdviceResponse = z.infer<typeof adviceSchema>;
 
+const MICROS = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z$/;
+
+/** A page's position (lib/pagination.ts): the last item's late claim time (microseconds, UTC) and event id. */
+export const latePosition = z.strictObject({
+  at: z.string().refine((at) => MICROS.test(at) && isInstant(at)),
+  eventId: z.string().refine((id) => unstorableReason(id) === null),
+});
+
 /** GET /api/v1/sources/{name}/late-duplicates: `?window=30d&limit=50&cursor=…`, newest first. */
 export const lateDuplicatesQuery = z.strictObject({
   window: z.string().max(32).optional(),
   limit: z.coerce.number().int().min(1).max(500).default(50),
-  cursor: z.string().max(1000).optional(),
+  cursor: cursorParam(latePosition).optional(),
 });
+
+export type LateDuplicatesParams = z.output<typeof lateDuplicatesQuery>;
 
 export const lateDuplicateItemSchema = lateDuplicateSchema.extend({
   eventType: z.string().nullable(),
@@ -114,24 +125,7 @@ export const lateDuplicatesPageSchema = z.object({
 });
 export type LateDuplicatesPage = z.infer<typeof lateDuplicatesPageSchema>;
 
-/** A page cursor: the last item's late claim time (microseconds, UTC) and event id. Opaque to callers. */
+/** The cursor of the page after this item. */
 export function encodeLateCursor(atMicros: string, eventId: string): string {
-  return Buffer.from(JSON.stringify([atMicros, eventId])).toString("base64url");
-}
-
-const MICROS = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z$/;
-
-export function decodeLateCursor(cursor: string): { at: string; eventId: string } {
-  try {
-    const v: unknown = JSON.parse(Buffer.from(cursor, "base64url").toString("utf8"));
-    if (Array.isArray(v) && v.length === 2 && typeof v[0] === "string" && typeof v[1] === "string") {
-      const [at, eventId] = v as [string, string];
-      if (MICROS.test(at) && isInstant(at) && unstorableReason(eventId) === null) return { at, eventId };
-    }
-  } catch {
-    // falls through
-  }
-  throw KeywardError.unprocessable("invalid_request", "invalid request: cursor: must be a cursor from a previous page", {
-    fields: [{ field: "cursor", message: "must be a cursor from a previous page" }],
-  });
+  return encodeCursor({ at: atMicros, eventId });
 }

@@ -8,21 +8,19 @@
  */
 import { query, type Queryable } from "../db/sql";
 import { loadEnv } from "../config/env";
-import { sourceName } from "../claims/schema";
-import { parseOrThrow } from "../http/validate";
 import { duplicateAgeHistogram } from "../metrics/duplicate-age-history";
 import { bucketEdge } from "../metrics/duplicate-ages";
 import { claimRates, projectSize, sizeBasis } from "../metrics/projection";
 import { getSource } from "../sources/sources";
 import { advise } from "./advisor";
 import {
-  decodeLateCursor,
   encodeLateCursor,
   parseWindow,
   type AdviceResponse,
   type LateDuplicateExample,
   type LateDuplicateItem,
   type LateDuplicatesPage,
+  type LateDuplicatesParams,
 } from "./advice-schema";
 
 const EXAMPLES = 10;
@@ -115,12 +113,12 @@ export async function getAdvice(name: string, windowText?: string, on?: Queryabl
  */
 export async function listLateDuplicates(
   name: string,
-  q: { window?: string; limit: number; cursor?: string },
+  q: LateDuplicatesParams,
   on?: Queryable,
 ): Promise<LateDuplicatesPage> {
   const window = parseWindow(q.window);
-  const source = parseOrThrow(sourceName, name);
-  const after = q.cursor ? decodeLateCursor(q.cursor) : null;
+  const source = name;
+  const after = q.cursor ?? null;
   await getSource(source);
   const to = new Date();
   const from = new Date(to.getTime() - window.seconds * 1000);

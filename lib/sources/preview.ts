@@ -3,18 +3,16 @@
  * projected size — computed by the same code that checks a saved source (applySourceUpdate, checkTtl,
  * reportOf), without saving anything or recording an action. The console calls it while an admin types.
  */
-import { parseOrThrow } from "../http/validate";
 import { loadEnv } from "../config/env";
 import { claimRates, sizeBasis } from "../metrics/projection";
-import { applySourceUpdate, checkTtl, ttlOf, updateSourceRequest } from "./schema";
+import { applySourceUpdate, checkTtl, ttlOf, type SourceChange } from "./schema";
 import { getSource, reportOf, type SourceReport } from "./sources";
 
 export type SourcePreview = { current: SourceReport; preview: SourceReport };
 
-/** The source as it is and as `input` (a PATCH body) would leave it. Refuses what PATCH refuses (422). */
-export async function previewSourceUpdate(name: string, input: unknown): Promise<SourcePreview> {
+/** The source as it is and as `change` (a parsed PATCH body) would leave it. Refuses what PATCH refuses (422). */
+export async function previewSourceUpdate(name: string, change: SourceChange): Promise<SourcePreview> {
   const before = await getSource(name);
-  const change = parseOrThrow(updateSourceRequest, input);
   const merged = applySourceUpdate(before, change);
   checkTtl(merged);
   const after = {

@@ -7,6 +7,8 @@
  * shows the server's checks before saving and saves nothing; the Sources screen's edit form previews too;
  * the Overview shows a failed pruning run and filters its charts by source. No browser errors.
  */
+import { parseInput } from "../../lib/http/validate";
+import { createSourceRequest } from "../../lib/sources/schema";
 import type { Browser, BrowserContext, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { cliPrincipal } from "../../lib/auth/principal";
@@ -40,7 +42,7 @@ beforeAll(async () => {
   await makeUser("admin");
 
   source = uniq("orders");
-  await createSource({ name: source, retryWindowSeconds: 6 * H, queueLagSeconds: H, clockSkewSeconds: 300, replaySeconds: H }, cliPrincipal());
+  await createSource(parseInput(createSourceRequest, { name: source, retryWindowSeconds: 6 * H, queueLagSeconds: H, clockSkewSeconds: 300, replaySeconds: H }), cliPrincipal());
   // 1,200 duplicates over the last day: 1,000 within 10 minutes, 200 within 6 hours (the oldest 5 h).
   const counts = (at: Record<number, number>) => Array.from({ length: 15 }, (_, i) => at[i] ?? 0);
   await sql(
@@ -165,7 +167,7 @@ describe("a source's page in Chromium", () => {
 
   it("previews an edit on the Sources screen too, refusals included, without saving", async () => {
     const name = uniq("prev");
-    await createSource({ name, preset: "stripe" }, cliPrincipal());
+    await createSource(parseInput(createSourceRequest, { name, preset: "stripe" }), cliPrincipal());
     const { page, errors } = await openPage();
     await signIn(page, "admin");
     await page.goto(baseUrl + "/sources");

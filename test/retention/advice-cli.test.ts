@@ -2,6 +2,8 @@
  * `keyward source advice` as a user runs it: `node bin/keyward.cjs …` in a child process against this run's
  * test database — the text report, `--json` (the API's exact answer), and the refusals.
  */
+import { parseInput } from "../../lib/http/validate";
+import { createSourceRequest } from "../../lib/sources/schema";
 import { execFile } from "node:child_process";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
@@ -25,7 +27,7 @@ function keyward(...args: string[]): Promise<{ code: number; stdout: string; std
 describe("keyward source advice", { timeout: 200_000 }, () => {
   it("prints the observed ages, the late duplicates, the recommendation with reasons and the command to apply it; --json is the API's answer", async () => {
     const name = uniq("cli-adv");
-    await createSource({ name, retryWindowSeconds: 6 * H, queueLagSeconds: H, clockSkewSeconds: 300, replaySeconds: H }, cliPrincipal());
+    await createSource(parseInput(createSourceRequest, { name, retryWindowSeconds: 6 * H, queueLagSeconds: H, clockSkewSeconds: 300, replaySeconds: H }), cliPrincipal());
     const counts = Array.from({ length: 15 }, (_, i) => (i === 3 ? 1500 : i === 5 ? 20 : 0));
     await sql("INSERT INTO duplicate_ages (bucket, source, counts, max_age_seconds) VALUES (date_trunc('minute', now()) - interval '1 day', $1, $2, 18000)", [name, counts]);
     await sql(

@@ -10,7 +10,9 @@ import { beforeAll, describe, expect, it } from "vitest";
 import { GET as lateRoute } from "../../app/api/v1/sources/[name]/late-duplicates/route";
 import { claimEvent } from "../../lib/claims/claim";
 import { releaseClaim } from "../../lib/claims/settle";
+import { parseInput } from "../../lib/http/validate";
 import { listLateDuplicates } from "../../lib/retention/advice";
+import { lateDuplicatesQuery } from "../../lib/retention/advice-schema";
 import { detectLateDuplicates } from "../../lib/retention/late-duplicates";
 import { makeSource, sql, uniq } from "../setup/db";
 import { makeApiKey } from "../setup/http";
@@ -199,7 +201,7 @@ describe("the late-duplicate job", () => {
     expect(forged.status).toBe(422);
     expect(forged.body.error.message).toContain("cursor");
 
-    const lib = await listLateDuplicates(source, { limit: 10 });
+    const lib = await listLateDuplicates(source, parseInput(lateDuplicatesQuery, { limit: 10 }));
     expect(lib.items.map((i) => i.keyState)).toEqual(["pruned", "pruned", "pruned"]);
   });
 });

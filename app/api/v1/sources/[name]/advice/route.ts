@@ -6,13 +6,11 @@
  */
 import { getAdvice } from "@/lib/retention/advice";
 import { adviceQuery } from "@/lib/retention/advice-schema";
+import { sourceParams } from "@/lib/sources/schema";
 import { json, route } from "@/lib/http/route";
-import { parseOrThrow } from "@/lib/http/validate";
 
-export const GET = route<{ name: string }>(
-  async ({ req, params }) => {
-    const q = parseOrThrow(adviceQuery, Object.fromEntries(new URL(req.url).searchParams));
-    return json(await getAdvice(params.name, q.window));
-  },
-  { allow: ["read"] },
-);
+export const GET = route(async ({ params, query }) => json(await getAdvice(params.name, query.window)), {
+  allow: ["read"],
+  params: sourceParams,
+  query: adviceQuery,
+});

@@ -6,13 +6,11 @@
  */
 import { listLateDuplicates } from "@/lib/retention/advice";
 import { lateDuplicatesQuery } from "@/lib/retention/advice-schema";
+import { sourceParams } from "@/lib/sources/schema";
 import { json, route } from "@/lib/http/route";
-import { parseOrThrow } from "@/lib/http/validate";
 
-export const GET = route<{ name: string }>(
-  async ({ req, params }) => {
-    const q = parseOrThrow(lateDuplicatesQuery, Object.fromEntries(new URL(req.url).searchParams));
-    return json(await listLateDuplicates(params.name, q));
-  },
-  { allow: ["read"] },
-);
+export const GET = route(async ({ params, query }) => json(await listLateDuplicates(params.name, query)), {
+  allow: ["read"],
+  params: sourceParams,
+  query: lateDuplicatesQuery,
+});

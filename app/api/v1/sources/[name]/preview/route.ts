@@ -5,9 +5,12 @@
  * calls it as an admin types); 404 unknown source, 422 what PATCH would refuse.
  */
 import { previewSourceUpdate } from "@/lib/sources/preview";
-import { json, readJson, route } from "@/lib/http/route";
+import { sourceParams, updateSourceRequest } from "@/lib/sources/schema";
+import { json, route } from "@/lib/http/route";
 
-export const POST = route<{ name: string }>(
-  async ({ req, params }) => json(await previewSourceUpdate(params.name, await readJson(req, 4096))),
-  { allow: ["read"] },
-);
+export const POST = route(async ({ params, body }) => json(await previewSourceUpdate(params.name, body)), {
+  allow: ["read"],
+  params: sourceParams,
+  body: updateSourceRequest,
+  maxBodyBytes: 4096,
+});
