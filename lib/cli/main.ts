@@ -17,7 +17,7 @@ import { registerReplay } from "./commands/replay";
 import { registerSource } from "./commands/source";
 import { registerStart } from "./commands/start";
 import { registerUser } from "./commands/user";
-import { registerDemo } from "./demo";
+import { registerDemo } from "./commands/demo";
 
 const program = new Command()
   .name("keyward")

@@ -7,6 +7,7 @@ import { formatDuration } from "../../sources/duration";
 import { createSourceRequest, sourceParams, updateSourceRequest } from "../../sources/schema";
 import { createSource, extendLiveKeys, listSources, sourceReports, updateSource } from "../../sources/sources";
 import { duration, printTable, withDatabase } from "../io";
+import { registerSourceAdvice } from "./advice";
 
 type PartOptions = {
   preset?: string;
@@ -123,4 +124,6 @@ export function registerSource(program: Command): void {
         );
       });
     });
+
+  registerSourceAdvice(source, withDatabase);
 }

@@ -7,11 +7,11 @@ import { spawnSync } from "node:child_process";
 import { rm } from "node:fs/promises";
 import path from "node:path";
 import { Option, type Command } from "commander";
-import { openDatabase } from "../db/open";
-import { migrate } from "../db/migrate";
-import { closeDb } from "../db/client";
-import { ensureAuditPartitions } from "../audit/partitions";
-import { DEMO_DAYS, DEMO_USER, isSeeded, seedDemo } from "../demo/seed";
+import { openDatabase } from "../../db/open";
+import { migrate } from "../../db/migrate";
+import { closeDb } from "../../db/client";
+import { ensureAuditPartitions } from "../../audit/partitions";
+import { DEMO_DAYS, DEMO_USER, isSeeded, seedDemo } from "../../demo/seed";
 
 export const DEMO_DIR = ".keyward-demo";
 
@@ -64,7 +64,7 @@ export function registerDemo(program: Command): void {
       const prepared = spawnSync(process.execPath, [process.argv[1], "demo", "--prepare-only"], { stdio: "inherit", env: process.env });
       if (prepared.status !== 0) process.exit(prepared.status ?? 1);
       log(`sign in as ${DEMO_USER.username} / ${DEMO_USER.password} (an admin of the demo only)`);
-      const { startServer } = require("../server/start") as typeof import("../server/start");
+      const { startServer } = require("../../server/start") as typeof import("../../server/start");
       try {
         await startServer({ build: o.build });
       } catch (err) {

@@ -3,10 +3,10 @@
  * same answer as GET /api/v1/sources/{name}/advice (lib/retention/advice.ts), as JSON or as text.
  */
 import type { Command } from "commander";
-import { getAdvice } from "../retention/advice";
-import type { AdviceResponse } from "../retention/advice-schema";
-import { humanDuration, partsText } from "../retention/advisor";
-import { formatDuration } from "../sources/duration";
+import { getAdvice } from "../../retention/advice";
+import type { AdviceResponse } from "../../retention/advice-schema";
+import { humanDuration, partsText } from "../../retention/advisor";
+import { formatDuration } from "../../sources/duration";
 
 const count = (n: number) => new Intl.NumberFormat("en-US").format(n);
 
