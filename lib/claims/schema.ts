@@ -50,6 +50,7 @@ export const claimRequest = z.strictObject({
   attemptId: attemptId.optional(),
 });
 export type ClaimRequest = z.input<typeof claimRequest>;
+export type ParsedClaimRequest = z.output<typeof claimRequest>;
 
 export const MAX_BATCH = 1000;
 
@@ -63,6 +64,7 @@ export const batchClaimRequest = z.strictObject({
   attemptId: attemptId.optional(),
 });
 export type BatchClaimRequest = z.input<typeof batchClaimRequest>;
+export type ParsedBatchClaimRequest = z.output<typeof batchClaimRequest>;
 
 export const completeRequest = z.strictObject({ source: sourceName, eventId, claimToken });
 export type CompleteRequest = z.input<typeof completeRequest>;
