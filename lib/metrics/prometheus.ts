@@ -13,6 +13,7 @@
 import { Counter, Gauge, Histogram, Registry } from "prom-client";
 import { query } from "../db/sql";
 import { claimOutcomeTotals } from "./claim-counts";
+import { apiKeyCacheStats } from "../auth/api-key-cache";
 
 type Metrics = {
   registry: Registry;
@@ -27,6 +28,8 @@ type Metrics = {
   pruneRows: Gauge<"outcome">;
   replayItems: Gauge<"outcome">;
   deadLetters: Gauge<"source">;
+  keyCacheLookups: Gauge<"result">;
+  keyCacheTrusted: Gauge;
 };
 
 function create(): Metrics {
@@ -84,6 +87,18 @@ function create(): Metrics {
       registers,
     }),
     deadLetters: new Gauge({ name: "keyward_dead_letters_pending", help: "Dead letters waiting for a replay, by source.", labelNames: ["source"], registers }),
+    // Counters in meaning (they only grow), exposed as gauges set from the cache's own totals at scrape.
+    keyCacheLookups: new Gauge({
+      name: "keyward_api_key_cache_lookups_total",
+      help: "API-key verifications by this process: answered from the in-process cache (hit) or read from the database (miss).",
+      labelNames: ["result"],
+      registers,
+    }),
+    keyCacheTrusted: new Gauge({
+      name: "keyward_api_key_cache_trusted",
+      help: "1 while the API-key cache may answer from memory (its listener confirmed a ping within 750 ms), else 0.",
+      registers,
+    }),
   };
 }
 
@@ -140,6 +155,10 @@ export async function renderMetrics(): Promise<{ text: string; contentType: stri
   }
   for (const r of db.replay) m.replayItems.set({ outcome: r.outcome }, Number(r.n));
   for (const d of db.dead) m.deadLetters.set({ source: d.source }, Number(d.n));
+  const keys = apiKeyCacheStats();
+  m.keyCacheLookups.set({ result: "hit" }, keys.hits);
+  m.keyCacheLookups.set({ result: "miss" }, keys.misses);
+  m.keyCacheTrusted.set(keys.trusted ? 1 : 0);
 
   return { text: await m.registry.metrics(), contentType: m.registry.contentType };
 }

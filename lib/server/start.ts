@@ -10,7 +10,8 @@ import { loadEnv, type KeywardEnv } from "../config/env";
 import { migrationTarget, openDatabase } from "../db/open";
 import { checkDatabaseSession } from "../db/session-check";
 import { migrate } from "../db/migrate";
-import { closeDb } from "../db/client";
+import { closeDb, pool } from "../db/client";
+import { startApiKeyListener } from "../auth/api-key-cache";
 import { query } from "../db/sql";
 import { flushClaimCounts } from "../metrics/claim-counts";
 import { scheduleMetricsSampler } from "../metrics/sampler";
@@ -99,6 +100,17 @@ export async function startServer(options: { build?: boolean } = {}): Promise<vo
   const address = server.address();
   const port = typeof address === "object" && address ? address.port : env.PORT;
   console.log(`[keyward] console and API on http://${env.HOSTNAME}:${port}`);
+  // The API-key cache listens on a direct connection: KEYWARD_MIGRATE_DATABASE_URL when set (behind PgBouncer
+  // in transaction mode LISTEN needs one), else DATABASE_URL. Not on the embedded database (one shared session).
+  const keyCache =
+    external && env.KEYWARD_API_KEY_CACHE === "on"
+      ? startApiKeyListener({
+          url: env.KEYWARD_MIGRATE_DATABASE_URL ?? database.url,
+          crossSession: (sql, values) => pool().query(sql, values),
+          log: (msg) => console.warn(`[keyward] ${msg}`),
+          connectTimeoutMs: env.KEYWARD_DB_CONNECT_TIMEOUT_MS,
+        })
+      : undefined;
   const stopPartitions = scheduleAuditPartitions((msg) => console.error(`[keyward] ${msg}`));
   const stopSampler = scheduleMetricsSampler((msg) => console.error(`[keyward] ${msg}`));
   const stopPruning = schedulePruning((msg) => console.error(`[keyward] ${msg}`));
@@ -123,6 +135,7 @@ export async function startServer(options: { build?: boolean } = {}): Promise<vo
     await pruningStopped; // a run in progress ends after its current batch, before the pool closes
     await replaysStopped;
     await flushClaimCounts().catch(() => {});
+    await keyCache?.stop();
     await samplerStopped; // a sample in progress commits or rolls back before the pool closes
     await closeDb();
     await database.close();
