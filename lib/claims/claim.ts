@@ -72,7 +72,7 @@ audited AS (
 )
 SELECT event_id, status, claim_kind, claimed_now, is_repeat,
        CASE WHEN claimed_now OR is_repeat THEN claim_token END AS claim_token,
-       payload_hash, lease_expires_at, received_at, expires_at, duplicate_count
+       payload_hash, lease_expires_at, received_at, expires_at, duplicate_count, attempt_id, now() AS db_now
 FROM joined` };
 
 /**
@@ -119,7 +119,7 @@ audited AS (
 )
 SELECT event_id, status, claim_kind, claimed_now, is_repeat,
        CASE WHEN claimed_now OR is_repeat THEN claim_token END AS claim_token,
-       payload_hash, lease_expires_at, received_at, expires_at, duplicate_count
+       payload_hash, lease_expires_at, received_at, expires_at, duplicate_count, attempt_id, now() AS db_now
 FROM answered` };
 
 /** The claim statement of partition mode: CLAIM_SQL's parameters and answer columns, one round trip. */

@@ -42,8 +42,11 @@ export async function createSource(input: CreateSourceRequest, actor: Principal)
   }
 }
 
-/** The encrypted signing secret never leaves lib/sources/signing-secret.ts. */
-const OMIT_SECRET = { signingSecretEnc: true, signingSecretPrevEnc: true } as const;
+/**
+ * The encrypted signing secret never leaves lib/sources/signing-secret.ts; keys_reach_until is the claim
+ * statement's bookkeeping (partition mode), not part of a source's description.
+ */
+const OMIT_SECRET = { signingSecretEnc: true, signingSecretPrevEnc: true, keysReachUntil: true } as const;
 
 export async function listSources(): Promise<SourceInfo[]> {
   return prisma().source.findMany({ orderBy: { name: "asc" }, omit: OMIT_SECRET });
