@@ -66,6 +66,10 @@ type State = {
   crossChecked: boolean;
   lastUsed: number;
   listener?: Listener;
+  /** Whether verified keys are remembered (KEYWARD_API_KEY_CACHE); the listener may run for Redis alone. */
+  cacheKeys: boolean;
+  /** The Redis namespace generation (settings.redis_epoch), read on each LISTEN and updated by NOTIFY. */
+  redisEpoch?: string;
   hits: number;
   misses: number;
 };
@@ -77,6 +81,7 @@ const state: State = (g.__keywardApiKeyCache ??= {
   confirmedSentAt: -Infinity,
   crossChecked: false,
   lastUsed: 0,
+  cacheKeys: false,
   hits: 0,
   misses: 0,
 });
@@ -84,6 +89,11 @@ const state: State = (g.__keywardApiKeyCache ??= {
 /** Whether lookups may be answered from memory now. */
 export function cacheTrusted(now = performance.now()): boolean {
   return state.listener !== undefined && state.crossChecked && now - state.confirmedSentAt < TRUST_MS;
+}
+
+/** Keeps the listener's pings going (they stop after IDLE_MS without use), for users other than the key cache. */
+export function keepListenerAwake(): void {
+  state.lastUsed = performance.now();
 }
 
 /** The cached key with this id, when the cache may be trusted; counts a hit or a miss. */
@@ -106,7 +116,7 @@ export function cacheGeneration(): number {
 
 /** Stores a key read from the database, unless anything was evicted since `generation` was taken. */
 export function rememberApiKey(id: string, entry: Omit<CachedKey, "cachedAt">, generation: number): void {
-  if (state.listener === undefined || generation !== state.generation) return;
+  if (state.listener === undefined || !state.cacheKeys || generation !== state.generation) return;
   if (state.entries.size >= MAX_ENTRIES) state.entries.delete(state.entries.keys().next().value!);
   state.entries.set(id, { ...entry, cachedAt: performance.now() });
 }
@@ -116,6 +126,11 @@ export function forgetApiKey(id: string): void {
   state.generation++;
   if (id === "*") state.entries.clear();
   else state.entries.delete(id);
+}
+
+/** The Redis namespace generation this process knows (undefined: none yet, or no listener). */
+export function listenerEpoch(): string | undefined {
+  return state.listener ? state.redisEpoch : undefined;
 }
 
 export function apiKeyCacheStats(): { trusted: boolean; entries: number; hits: number; misses: number } {
@@ -136,6 +151,8 @@ export type ListenerOptions = {
   crossSession: (sql: string, values: unknown[]) => Promise<unknown>;
   log: (message: string) => void;
   connectTimeoutMs: number;
+  /** Remember verified keys (false: the listener serves the Redis first line only). */
+  cacheKeys: boolean;
 };
 
 /**
@@ -144,6 +161,7 @@ export type ListenerOptions = {
  */
 export function startApiKeyListener(options: ListenerOptions): Listener {
   if (state.listener) return state.listener;
+  state.cacheKeys = options.cacheKeys;
   const pingChannel = `keyward_key_cache_${randomBytes(6).toString("hex")}`;
   let client: pg.Client | undefined;
   let stopped = false;
@@ -177,6 +195,10 @@ export function startApiKeyListener(options: ListenerOptions): Listener {
     if (msg.channel === API_KEYS_CHANNEL) {
       if (msg.payload?.startsWith("check:")) {
         if (msg.payload === `check:${pingChannel}`) state.crossChecked = true;
+        return;
+      }
+      if (msg.payload?.startsWith("redis-epoch:")) {
+        state.redisEpoch = msg.payload.slice("redis-epoch:".length);
         return;
       }
       forgetApiKey(msg.payload || "*");
@@ -240,6 +262,9 @@ export function startApiKeyListener(options: ListenerOptions): Listener {
       await c.query(`LISTEN ${API_KEYS_CHANNEL}`);
       await c.query(`LISTEN ${pingChannel}`);
       pid = (await c.query<{ pid: number }>("SELECT pg_backend_pid() AS pid")).rows[0].pid;
+      // After LISTEN: a change committed later is notified, one committed earlier is read here.
+      const epoch = await c.query<{ value: string }>("SELECT value FROM settings WHERE key = 'redis_epoch'");
+      state.redisEpoch = epoch.rows[0]?.value;
     } catch (err) {
       if (client === c) lost((err as Error).message);
       else {

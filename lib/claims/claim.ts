@@ -29,6 +29,7 @@ import {
 import { parseOrThrow } from "../http/validate";
 import { countClaimOutcomes } from "../metrics/claim-counts";
 import { dedupMode, forgetDedupMode, isModeMismatch } from "./mode";
+import { countRedisDuplicate, duplicateFromEntry, redisDuplicates, rememberClaimRows } from "./redis";
 
 export const CLAIM_SQL: PreparedSql = { name: "keyward_claim", text: `
 WITH input AS MATERIALIZED (
@@ -179,28 +180,50 @@ async function runClaim(
   leaseSeconds: number | undefined,
   options: ClaimOptions,
 ): Promise<ClaimResult[]> {
-  const distinct = dedupeBatch(events);
-  const actor = options.actor ?? "library";
-  const statement = async () => {
-    if ((await dedupMode()) === "partition") {
-      return query<ClaimRow>(CLAIM_PARTITIONED_SQL, claimStatementParams(source, distinct, leaseSeconds ?? null, actor), options.on);
+  // Redis first (only in `keyward start` with KEYWARD_REDIS_URL): the events it can answer `duplicate` for.
+  const hits = options.on ? undefined : await redisDuplicates(source, events);
+  const toDatabase = hits?.size ? events.filter((e) => !hits.has(e.eventId)) : events;
+  let fromDatabase: ClaimResult[] = [];
+  if (toDatabase.length > 0) {
+    const distinct = dedupeBatch(toDatabase);
+    const actor = options.actor ?? "library";
+    const statement = async () => {
+      if ((await dedupMode()) === "partition") {
+        return query<ClaimRow>(CLAIM_PARTITIONED_SQL, claimStatementParams(source, distinct, leaseSeconds ?? null, actor), options.on);
+      }
+      const { sql, params } = claimStatement(source, distinct, leaseSeconds ?? null, actor);
+      return query<ClaimRow>(sql, params, options.on);
+    };
+    const sentAt = Date.now();
+    let rows: ClaimRow[];
+    try {
+      rows = await statement();
+    } catch (err) {
+      // The table was switched to partition mode under this running process: re-read the mode, retry once
+      // (the failed statement changed nothing). Inside a caller's transaction the error aborted it: rethrow.
+      if (!isModeMismatch(err)) throw err;
+      forgetDedupMode();
+      if (options.on) throw err;
+      rows = await statement();
     }
-    const { sql, params } = claimStatement(source, distinct, leaseSeconds ?? null, actor);
-    return query<ClaimRow>(sql, params, options.on);
-  };
-  let rows: ClaimRow[];
-  try {
-    rows = await statement();
-  } catch (err) {
-    // The table was switched to partition mode under this running process: re-read the mode, retry once
-    // (the failed statement changed nothing). Inside a caller's transaction the error aborted it: rethrow.
-    if (!isModeMismatch(err)) throw err;
-    forgetDedupMode();
-    if (options.on) throw err;
-    rows = await statement();
+    if (rows.length === 0) throw unknownSource(source);
+    fromDatabase = classifyClaims(source, toDatabase, rows);
+    if (!options.on) rememberClaimRows(source, rows, sentAt);
   }
-  if (rows.length === 0) throw unknownSource(source);
-  const results = classifyClaims(source, events, rows);
+  let results = fromDatabase;
+  if (hits?.size) {
+    // Put the answers back in input order; each occurrence of an event Redis answered is a duplicate.
+    const seen = new Map<string, number>();
+    let next = 0;
+    results = events.map((e) => {
+      const entry = hits.get(e.eventId);
+      if (!entry) return fromDatabase[next++];
+      const nth = (seen.get(e.eventId) ?? 0) + 1;
+      seen.set(e.eventId, nth);
+      return duplicateFromEntry(source, e.eventId, entry, nth);
+    });
+    for (const [eventId, n] of seen) countRedisDuplicate(source, eventId, n);
+  }
   // A repeat is the answer of a claim already counted.
   if (!options.on) countClaimOutcomes(source, results.filter((r) => !r.repeat).map((r) => r.outcome));
   return results;

@@ -5,6 +5,7 @@
  */
 import { KeywardError } from "../errors";
 import { query } from "../db/sql";
+import { forgetBeforeRelease } from "./redis";
 import { parseOrThrow } from "../http/validate";
 import { completeRequest, releaseRequest, type ClaimStatus, type CompleteRequest, type ReleaseRequest, type SettleResult } from "./schema";
 
@@ -94,11 +95,15 @@ export async function completeClaim(request: CompleteRequest, options: ClaimOpti
 /** Deletes a live claim (with its token, or unconditionally without one) so the next delivery is processed. */
 export async function releaseClaim(request: ReleaseRequest, options: ClaimOptions = {}): Promise<SettleResult> {
   const r = parseOrThrow(releaseRequest, request);
+  // Redis must not answer `duplicate` for the released key once this answers (redis.ts): its entry goes
+  // first, or every server moves to a new Redis namespace and this waits out the bound.
+  const finish = await forgetBeforeRelease(r.source, r.eventId);
   const [row] = await query<SettleRow>(
     RELEASE_SQL,
     [r.source, r.eventId, r.claimToken ?? null, options.actor ?? "library"],
     options.on,
   );
+  await finish?.();
   refuse(row, r.source, r.eventId, "release");
   return settled(r, row, "released");
 }

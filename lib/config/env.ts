@@ -45,6 +45,10 @@ const envSchema = z.object({
   // every server within 1 s. "off": every request reads its key from the database. Always off on the
   // embedded database.
   KEYWARD_API_KEY_CACHE: z.enum(["on", "off"], { error: 'must be "on" or "off"' }).default("on"),
+  // Redis as the claim path's first line (lib/claims/redis.ts): unset, not used. A command slower than the
+  // timeout (ms) goes to PostgreSQL instead; so does everything while Redis is down.
+  KEYWARD_REDIS_URL: optionalString(z.string().regex(/^rediss?:\/\//, "must be a redis:// or rediss:// URL")),
+  KEYWARD_REDIS_TIMEOUT_MS: intFrom(25, 1, 1000),
   // Pruning expired dedup keys (lib/retention/prune.ts): rows per batch (one short transaction each),
   // pause between batches, time budget per run, and how often the server runs it (0: never).
   KEYWARD_PRUNE_BATCH_SIZE: intFrom(5000, 1, 100000),

@@ -14,6 +14,7 @@ import { Counter, Gauge, Histogram, Registry } from "prom-client";
 import { query } from "../db/sql";
 import { claimOutcomeTotals } from "./claim-counts";
 import { apiKeyCacheStats } from "../auth/api-key-cache";
+import { redisStats } from "../claims/redis";
 
 type Metrics = {
   registry: Registry;
@@ -30,6 +31,7 @@ type Metrics = {
   deadLetters: Gauge<"source">;
   keyCacheLookups: Gauge<"result">;
   keyCacheTrusted: Gauge;
+  redisLookups: Gauge<"result">;
 };
 
 function create(): Metrics {
@@ -91,6 +93,12 @@ function create(): Metrics {
     keyCacheLookups: new Gauge({
       name: "keyward_api_key_cache_lookups_total",
       help: "API-key verifications by this process: answered from the in-process cache (hit) or read from the database (miss).",
+      labelNames: ["result"],
+      registers,
+    }),
+    redisLookups: new Gauge({
+      name: "keyward_redis_lookups_total",
+      help: "Claim lookups in the Redis first line by this process: answered duplicate (hit), sent to PostgreSQL (miss), failed or too slow (error), entries written (write).",
       labelNames: ["result"],
       registers,
     }),
@@ -159,6 +167,11 @@ export async function renderMetrics(): Promise<{ text: string; contentType: stri
   m.keyCacheLookups.set({ result: "hit" }, keys.hits);
   m.keyCacheLookups.set({ result: "miss" }, keys.misses);
   m.keyCacheTrusted.set(keys.trusted ? 1 : 0);
+  const redis = redisStats();
+  m.redisLookups.set({ result: "hit" }, redis.hits);
+  m.redisLookups.set({ result: "miss" }, redis.misses);
+  m.redisLookups.set({ result: "error" }, redis.errors);
+  m.redisLookups.set({ result: "write" }, redis.writes);
 
   return { text: await m.registry.metrics(), contentType: m.registry.contentType };
 }

@@ -12,6 +12,7 @@ import { checkDatabaseSession } from "../db/session-check";
 import { migrate } from "../db/migrate";
 import { closeDb, pool } from "../db/client";
 import { startApiKeyListener } from "../auth/api-key-cache";
+import { registerRedisUse, startRedis, stopRedis } from "../claims/redis";
 import { query } from "../db/sql";
 import { flushClaimCounts } from "../metrics/claim-counts";
 import { scheduleMetricsSampler } from "../metrics/sampler";
@@ -100,15 +101,29 @@ export async function startServer(options: { build?: boolean } = {}): Promise<vo
   const address = server.address();
   const port = typeof address === "object" && address ? address.port : env.PORT;
   console.log(`[keyward] console and API on http://${env.HOSTNAME}:${port}`);
-  // The API-key cache listens on a direct connection: KEYWARD_MIGRATE_DATABASE_URL when set (behind PgBouncer
-  // in transaction mode LISTEN needs one), else DATABASE_URL. Not on the embedded database (one shared session).
-  const keyCache =
-    external && env.KEYWARD_API_KEY_CACHE === "on"
+  // The database listener (the API-key cache's evictions, the Redis namespace) needs a direct connection:
+  // KEYWARD_MIGRATE_DATABASE_URL when set (behind PgBouncer in transaction mode LISTEN needs one), else
+  // DATABASE_URL. Neither runs on the embedded database (one shared session).
+  const redisUrl = external ? env.KEYWARD_REDIS_URL : undefined;
+  if (redisUrl) {
+    await registerRedisUse();
+    await startRedis({
+      url: redisUrl,
+      timeoutMs: env.KEYWARD_REDIS_TIMEOUT_MS,
+      statementTimeoutMs: env.KEYWARD_DB_STATEMENT_TIMEOUT_MS,
+      connectTimeoutMs: env.KEYWARD_DB_CONNECT_TIMEOUT_MS,
+      log: (msg) => console.warn(`[keyward] ${msg}`),
+    });
+    console.log(`[keyward] Redis first line: on (command timeout ${env.KEYWARD_REDIS_TIMEOUT_MS} ms)`);
+  }
+  const listener =
+    external && (env.KEYWARD_API_KEY_CACHE === "on" || redisUrl)
       ? startApiKeyListener({
           url: env.KEYWARD_MIGRATE_DATABASE_URL ?? database.url,
           crossSession: (sql, values) => pool().query(sql, values),
           log: (msg) => console.warn(`[keyward] ${msg}`),
           connectTimeoutMs: env.KEYWARD_DB_CONNECT_TIMEOUT_MS,
+          cacheKeys: env.KEYWARD_API_KEY_CACHE === "on",
         })
       : undefined;
   const stopPartitions = scheduleAuditPartitions((msg) => console.error(`[keyward] ${msg}`));
@@ -135,7 +150,8 @@ export async function startServer(options: { build?: boolean } = {}): Promise<vo
     await pruningStopped; // a run in progress ends after its current batch, before the pool closes
     await replaysStopped;
     await flushClaimCounts().catch(() => {});
-    await keyCache?.stop();
+    await stopRedis();
+    await listener?.stop();
     await samplerStopped; // a sample in progress commits or rolls back before the pool closes
     await closeDb();
     await database.close();

@@ -43,9 +43,13 @@ async function cacheState(server: TestServer): Promise<CacheState> {
   };
 }
 
-/** Polls the server's /metrics until its cache is (or is no longer) trusted; fails after 20 s. */
+/**
+ * Polls the server's /metrics until its cache is (or is no longer) trusted; fails after 20 s. The listener
+ * pings only while the cache is in use, so waiting for trust keeps it in use (a request with a bad key).
+ */
 async function untilTrusted(server: TestServer, want: boolean): Promise<void> {
   for (let i = 0; i < 400; i++) {
+    if (want) await call(server.baseUrl, "POST", "/api/v1/claims", { key: "kw_000000000000_" + "x".repeat(43), body: {} });
     if ((await cacheState(server)).trusted === want) return;
     await sleep(50);
   }
