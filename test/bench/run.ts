@@ -174,9 +174,34 @@ async function measure(
   });
 }
 
+/** Both figures are ratios to the same (a) slices: their quotient compares the two servers directly. */
+function redisAims(ratioOf: (kind: string, batch: number, clients: number) => number): Aim[] {
+  const storm = ratioOf("httpStormRedis", 1, 8) / ratioOf("httpStorm", 1, 8);
+  const first = ratioOf("httpRedis", 1, 8) / ratioOf("http", 1, 8);
+  if (!Number.isFinite(storm)) return [];
+  return [
+    { text: "duplicate storm through HTTP with Redis ≥ 3× without (8 clients)", value: `${storm.toFixed(2)}×`, met: storm >= 3 },
+    { text: "first claims through HTTP with Redis on ≥ 0.9× without (8 clients)", value: `${first.toFixed(2)}×`, met: first >= 0.9 },
+  ];
+}
+
+async function redisReachable(url: string): Promise<boolean> {
+  const { default: Redis } = await import("ioredis");
+  const r = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null, connectTimeout: 1000 });
+  r.on("error", () => {});
+  try {
+    await r.connect();
+    return (await r.ping()) === "PONG";
+  } catch {
+    return false;
+  } finally {
+    r.disconnect();
+  }
+}
+
 function aimsOf(rows: Row[]): Aim[] {
   const ratioOf = (kind: string, batch: number, clients: number) =>
-    rows.find((r) => r.cell.kind === kind && r.cell.batch === batch && r.cell.clients === clients)!.s.ratio.median;
+    rows.find((r) => r.cell.kind === kind && r.cell.batch === batch && r.cell.clients === clients)?.s.ratio.median ?? NaN;
   const lib = CONCURRENCY.map((n) => ratioOf("lib", 1, n));
   const httpSingle = ratioOf("http", 1, 8);
   // (m) is measured as a ratio to (a); the statement's own figure is (a) ÷ (m).
@@ -193,6 +218,7 @@ function aimsOf(rows: Row[]): Aim[] {
       met: lib.every((r) => r >= 0.9),
     },
     { text: "HTTP single claims ≥ 0.5× raw at 8 clients", value: `${httpSingle.toFixed(2)}×`, met: httpSingle >= 0.5 },
+    ...redisAims(ratioOf),
     ...CONCURRENCY.map((n) => {
       const r = ratioOf("http", 1000, n);
       return { text: `HTTP batch of 1000 ≥ 0.8× raw batch (${n} client${n > 1 ? "s" : ""})`, value: `${r.toFixed(2)}×`, met: r >= 0.8 };
@@ -333,6 +359,17 @@ async function benchClaims(args: {
     const s = server ?? (await serverStarting.catch(() => undefined));
     await s?.stop();
   });
+  // A second server with the Redis first line, on the machine's Redis (BENCH_REDIS_URL; its entries live in
+  // a namespace of this benchmark database's own). Skipped when no Redis answers there.
+  const redisUrl = process.env.BENCH_REDIS_URL ?? "redis://127.0.0.1:6379";
+  let redisServer: RunningServer | undefined;
+  const redisStarting = (await redisReachable(redisUrl))
+    ? startServer(databaseUrl, { KEYWARD_REDIS_URL: redisUrl }).then((s) => (redisServer = s))
+    : Promise.resolve(undefined);
+  cleanups.push(async () => {
+    const s = redisServer ?? (await redisStarting.catch(() => undefined));
+    await s?.stop();
+  });
 
   // Ids for the duplicate scenarios, claimed through the same statement while the server starts.
   const claimedIds: string[] = [];
@@ -343,14 +380,16 @@ async function benchClaims(args: {
   }
   const { baseUrl, command: serverCommand } = await serverStarting;
   log(`server ready on ${baseUrl}`);
+  const withRedis = await redisStarting;
+  if (withRedis) log(`server with the Redis first line ready on ${withRedis.baseUrl}`);
 
   const clients = new Map<string, JsonClient | LeanJsonClient>();
-  const client = (clientsCount: number, key: string, nodeHttp = false) => {
-    const id = `${clientsCount}:${key}:${nodeHttp}`;
+  const client = (clientsCount: number, key: string, nodeHttp = false, target = baseUrl) => {
+    const id = `${clientsCount}:${key}:${nodeHttp}:${target}`;
     let c = clients.get(id);
     if (!c) {
       const headers = { authorization: `Bearer ${key}` };
-      c = nodeHttp ? new JsonClient(baseUrl, clientsCount, headers) : new LeanJsonClient(baseUrl, clientsCount, headers);
+      c = nodeHttp ? new JsonClient(target, clientsCount, headers) : new LeanJsonClient(target, clientsCount, headers);
       clients.set(id, c);
     }
     return c;
@@ -375,6 +414,7 @@ async function benchClaims(args: {
     http: (n) => client(n, apiKey.key),
     httpBadKey: (n) => client(n, "not-a-keyward-key"),
     httpNode: (n) => client(n, apiKey.key, true),
+    httpRedis: withRedis ? (n) => client(n, apiKey.key, false, withRedis.baseUrl) : undefined,
     claimedIds,
   };
   const blocks = buildBlocks(ctx, CONCURRENCY, BATCH_SIZES);
@@ -415,6 +455,7 @@ async function benchClaims(args: {
   console.log(`\nAims:\n  ${aimLines(aims).join("\n  ")}`);
   // The server prunes on its own schedule: it must be gone before the pruning part measures.
   await server?.stop();
+  await redisServer?.stop();
 
   return markdownReport({
     machine: mach,

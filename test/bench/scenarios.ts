@@ -40,6 +40,9 @@ export type Kind =
   | "lib"
   | "http"
   | "httpNodeClient"
+  | "httpRedis"
+  | "httpStorm"
+  | "httpStormRedis"
   | "rawDup"
   | "httpDup"
   | "prisma"
@@ -78,6 +81,8 @@ export type BenchContext = {
   httpBadKey: (clients: number) => HttpClient;
   /** The same as `http`, through node:http's client (what the HTTP rows used before lean-client.ts). */
   httpNode: (clients: number) => HttpClient;
+  /** A client of a second server, started with KEYWARD_REDIS_URL (undefined: no Redis on this machine). */
+  httpRedis?: (clients: number) => HttpClient;
   /** Event ids claimed during setup, for the duplicate scenarios. */
   claimedIds: readonly string[];
 };
@@ -258,6 +263,32 @@ function op(kind: Kind, batch: number, clients: number, ctx: BenchContext): Op {
         expect(r.status === 201, "POST /api/v1/claims (node:http client)", r);
       };
     }
+    case "httpRedis": {
+      const client = ctx.httpRedis!(clients);
+      return async () => {
+        const body = JSON.stringify({ source, eventId: newEventId(), eventType: EVENT_TYPE });
+        const r = await client.post("/api/v1/claims", body);
+        expect(r.status === 201, "POST /api/v1/claims (Redis on)", r);
+      };
+    }
+    case "httpStorm":
+    case "httpStormRedis": {
+      // Every sender delivers each event 10 times: the first claim, then 9 retries (duplicates).
+      const client = kind === "httpStorm" ? ctx.http(clients) : ctx.httpRedis!(clients);
+      const senders = Array.from({ length: clients }, () => ({ id: "", sent: STORM }));
+      let next = 0;
+      return async () => {
+        const s = senders[next++ % senders.length];
+        if (s.sent === STORM) {
+          s.id = newEventId();
+          s.sent = 0;
+        }
+        s.sent++;
+        // Two clients may carry one sender's deliveries at once: which of them claims is theirs to race for.
+        const r = await client.post("/api/v1/claims", JSON.stringify({ source, eventId: s.id, eventType: EVENT_TYPE }));
+        expect(r.status === 201 || r.status === 200, "POST /api/v1/claims (duplicate storm)", r);
+      };
+    }
     case "rawDup":
       return async () => {
         const r = await ctx.rawPool.query(claimQuery(source, [pick(ctx.claimedIds)]));
@@ -301,6 +332,9 @@ function op(kind: Kind, batch: number, clients: number, ctx: BenchContext): Op {
   }
 }
 
+/** Deliveries of each event in the duplicate storm (1 first claim + 9 retries). */
+const STORM = 10;
+
 const LABELS: Record<Kind, (batch: number) => string> = {
   raw: (b) => (b === 1 ? "(a) raw pg, CLAIM_ONE_SQL (prepared)" : "(a) raw pg, CLAIM_SQL (prepared)"),
   control: () => "(a) again on a second pool (control)",
@@ -311,6 +345,9 @@ const LABELS: Record<Kind, (batch: number) => string> = {
   lib: (b) => (b === 1 ? "(b) library claimEvent" : "(b) library claimEvents"),
   http: (b) => (b === 1 ? "(c) HTTP POST /api/v1/claims" : "(c) HTTP POST /api/v1/claims/batch"),
   httpNodeClient: () => "(c) the same, load from node:http's client",
+  httpRedis: () => "(c-r) HTTP POST /api/v1/claims, Redis first line on (first claims)",
+  httpStorm: () => "(c) HTTP duplicate storm: each event sent 10× (1 claim + 9 duplicates)",
+  httpStormRedis: () => "(c-r) the same storm, Redis first line on",
   rawDup: () => "(a) raw pg, duplicate claim",
   httpDup: () => "(c) HTTP, duplicate claim",
   prisma: () => "Prisma $queryRawUnsafe((a)'s statement)",
@@ -329,6 +366,9 @@ const TABLE: Record<Kind, Table> = {
   lib: "main",
   http: "main",
   httpNodeClient: "split",
+  httpRedis: "main",
+  httpStorm: "main",
+  httpStormRedis: "main",
   rawDup: "main",
   httpDup: "main",
   prisma: "driver",
@@ -343,6 +383,7 @@ const BATCH: Kind[] = ["raw", "bare", "minimal", "lib", "http"];
 const DRIVERS: Kind[] = ["control", "prisma", "rawNamed", "rawFresh"];
 
 export function buildBlocks(ctx: BenchContext, concurrency: readonly number[], batchSizes: readonly number[]): Block[] {
+  const single = ctx.httpRedis ? [...SINGLE, "httpRedis", "httpStorm", "httpStormRedis"] as Kind[] : [...SINGLE, "httpStorm"] as Kind[];
   const block = (batch: number, clients: number, kinds: Kind[]): Block => ({
     name: batch === 1 ? `single claims, ${clients} client${clients > 1 ? "s" : ""}` : `batches of ${batch}, ${clients} client${clients > 1 ? "s" : ""}`,
     clients,
@@ -358,7 +399,7 @@ export function buildBlocks(ctx: BenchContext, concurrency: readonly number[], b
     })),
   });
   return [
-    ...concurrency.map((c) => block(1, c, SINGLE)),
+    ...concurrency.map((c) => block(1, c, single)),
     ...batchSizes.flatMap((b) =>
       concurrency.map((c) => block(b, c, b === Math.max(...batchSizes) && c === 1 ? [...BATCH, ...DRIVERS] : BATCH)),
     ),
