@@ -29,6 +29,10 @@
  *   (every key is read, as before), and start-up logs how to fix it. KEYWARD_API_KEY_CACHE=off turns the
  *   cache off outright.
  *
+ * The same listener carries the Redis first line's namespace generation (settings.redis_epoch, read on each
+ * LISTEN, updated by `redis-epoch:<n>` notifications): lib/claims/redis.ts serves entries only while this
+ * cache may be trusted.
+ *
  * State lives on globalThis: Next's route bundles and the server's own modules are separate module
  * instances in one process and must share one cache.
  */

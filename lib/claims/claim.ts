@@ -29,7 +29,7 @@ import {
 import { parseOrThrow } from "../http/validate";
 import { countClaimOutcomes } from "../metrics/claim-counts";
 import { dedupMode, forgetDedupMode, isModeMismatch } from "./mode";
-import { countRedisDuplicate, duplicateFromEntry, redisDuplicates, rememberClaimRows } from "./redis";
+import { countRedisDuplicate, duplicateFromEntry, redisConfigured, redisDuplicates, rememberClaimRows } from "./redis";
 
 export const CLAIM_SQL: PreparedSql = { name: "keyward_claim", text: `
 WITH input AS MATERIALIZED (
@@ -181,7 +181,7 @@ async function runClaim(
   options: ClaimOptions,
 ): Promise<ClaimResult[]> {
   // Redis first (only in `keyward start` with KEYWARD_REDIS_URL): the events it can answer `duplicate` for.
-  const hits = options.on ? undefined : await redisDuplicates(source, events);
+  const hits = options.on || !redisConfigured() ? undefined : await redisDuplicates(source, events);
   const toDatabase = hits?.size ? events.filter((e) => !hits.has(e.eventId)) : events;
   let fromDatabase: ClaimResult[] = [];
   if (toDatabase.length > 0) {
@@ -194,7 +194,7 @@ async function runClaim(
       const { sql, params } = claimStatement(source, distinct, leaseSeconds ?? null, actor);
       return query<ClaimRow>(sql, params, options.on);
     };
-    const sentAt = Date.now();
+    const sentAt = redisConfigured() ? Date.now() : 0;
     let rows: ClaimRow[];
     try {
       rows = await statement();
@@ -208,7 +208,7 @@ async function runClaim(
     }
     if (rows.length === 0) throw unknownSource(source);
     fromDatabase = classifyClaims(source, toDatabase, rows);
-    if (!options.on) rememberClaimRows(source, rows, sentAt);
+    if (!options.on && redisConfigured()) rememberClaimRows(source, rows, sentAt);
   }
   let results = fromDatabase;
   if (hits?.size) {

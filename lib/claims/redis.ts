@@ -104,7 +104,8 @@ export async function startRedis(o: RedisOptions): Promise<void> {
     retryStrategy: (times: number) => Math.min(100 * times, 2000),
     lazyConnect: false,
   };
-  state.client = new Redis(o.url, options);
+  // Commands issued in the same tick (concurrent claims' reads, entry writes) go out in one write.
+  state.client = new Redis(o.url, { ...options, enableAutoPipelining: true });
   state.invalidator = new Redis(o.url, { ...options, commandTimeout: INVALIDATE_TIMEOUT_MS });
   let lastError = "";
   for (const c of [state.client, state.invalidator]) {
@@ -144,6 +145,11 @@ async function measureOffset(c: Redis): Promise<void> {
   } catch {
     /* the next ready or the minute timer measures again */
   }
+}
+
+/** Whether Redis is configured in this process at all (cheap: lets the library skip the lookup). */
+export function redisConfigured(): boolean {
+  return state.client !== undefined;
 }
 
 /** Whether this process uses Redis now (configured, connected, not tripped, its namespace known). */
