@@ -78,6 +78,10 @@ const ALL_PARTS = ["claims", "prune", "partitions", "audit", "replay", "pooler",
 const PARTS = new Set((process.env.BENCH_PARTS ?? ALL_PARTS.join(",")).split(",").map((p) => p.trim()));
 for (const p of PARTS) if (!ALL_PARTS.includes(p)) throw new Error(`BENCH_PARTS: unknown part "${p}" (${ALL_PARTS.join(", ")})`);
 
+/** A hand-kept section (issue 15's before/after table) that every run carries over unchanged. */
+const BEFORE_AFTER_START = "<!-- before-after: kept by hand, carried over by test/bench/run.ts -->";
+const BEFORE_AFTER_END = "<!-- /before-after -->";
+
 const cleanups: (() => Promise<unknown> | void)[] = [];
 let cleaning: Promise<void> | undefined;
 function cleanup(): Promise<void> {
@@ -278,6 +282,7 @@ async function main(): Promise<void> {
       [REPLAY_START, REPLAY_END],
       [POOLER_START, POOLER_END],
       [EMBEDDED_START, EMBEDDED_END],
+      [BEFORE_AFTER_START, BEFORE_AFTER_END],
     ]) {
       const i = previous.indexOf(start);
       const j = previous.indexOf(end);
