@@ -17,8 +17,8 @@ export type RunningServer = { baseUrl: string; pid: number; command: string; sto
 const CLI = ["bin/keyward.cjs", "start", "--no-build"];
 
 /** Starts the server with the CLI, as an operator does. */
-export function startServer(databaseUrl: string): Promise<RunningServer> {
-  return launch(CLI, { DATABASE_URL: databaseUrl });
+export function startServer(databaseUrl: string, env: Record<string, string> = {}): Promise<RunningServer> {
+  return launch(CLI, { DATABASE_URL: databaseUrl, ...env });
 }
 
 /** Starts the server on the embedded database in `dataDir` (no DATABASE_URL), as `npm start` does. */

@@ -1,7 +1,8 @@
 /**
  * API keys for machines. A key looks like `kw_<id>_<secret>`; only SHA-256(key) is stored. Verification
- * looks the row up by its public id and compares hashes in constant time; a revoked key fails at once
- * (nothing is cached).
+ * looks the row up by its public id and compares hashes in constant time. In `keyward start`, verified keys
+ * are remembered in process (api-key-cache.ts): a revoked key is refused by every server within
+ * REVOCATION_BOUND_MS (1 s) of the revocation's commit, and by the process that revoked it at once.
  */
 import "server-only";
 import { createHash, randomBytes, timingSafeEqual } from "node:crypto";
@@ -12,6 +13,7 @@ import { database, withTransaction, type Db } from "../db/transaction";
 import type { NewApiKey } from "./schema";
 import { recordAction } from "../audit/actions";
 import type { ApiKeyPrincipal, Principal } from "./principal";
+import { cacheGeneration, cachedApiKey, forgetApiKey, rememberApiKey } from "./api-key-cache";
 
 export type ApiKeyInfo = {
   id: string;
@@ -75,7 +77,7 @@ export async function revokeApiKey(idOrName: string, actor: Principal, db: Db = 
       return toInfo(revoked);
     },
     { db },
-  );
+  ).finally(() => forgetApiKey(row.id));
 }
 
 const VERIFY_KEY_SQL: PreparedSql = {
@@ -87,25 +89,48 @@ const VERIFY_KEY_SQL: PreparedSql = {
      SELECT * FROM k`,
 };
 
+const STAMP_KEY_SQL: PreparedSql = {
+  name: "keyward_stamp_api_key",
+  text: `UPDATE api_keys SET last_used_at = now()
+         WHERE id = $1 AND revoked_at IS NULL AND (last_used_at IS NULL OR last_used_at < now() - interval '1 minute')`,
+};
+const STAMP_EVERY_MS = 60_000;
+
 /**
- * Verifies a presented key: one indexed read, which also stamps last_used_at at most once a minute
- * (so the claim hot path does not write the key row on every request). Returns null if invalid.
- * Raw SQL: it runs before every claim, as a named prepared statement (docs/benchmarks.md).
+ * Verifies a presented key: from the in-process cache when it may be trusted (api-key-cache.ts), otherwise
+ * one indexed read, which also stamps last_used_at at most once a minute (so the claim hot path does not
+ * write the key row on every request). A key answered from the cache gets that stamp off the hot path.
+ * Returns null if invalid. Raw SQL: it runs before every uncached claim, as a named prepared statement
+ * (docs/benchmarks.md).
  */
 export async function verifyApiKey(presented: string, on?: Queryable): Promise<ApiKeyPrincipal | null> {
   const m = KEY_PATTERN.exec(presented);
   if (!m) return null;
+  const id = m[1];
+  const given = sha256(presented);
+  const cached = cachedApiKey(id);
+  if (cached) {
+    if (!timingSafeEqual(cached.keyHash, given)) return null;
+    const now = performance.now();
+    if (now - cached.stampedAt >= STAMP_EVERY_MS) {
+      cached.stampedAt = now;
+      void query(STAMP_KEY_SQL, [id]).catch(() => {});
+    }
+    return cached.principal;
+  }
+  const generation = cacheGeneration();
   const rows = await query<{ id: string; name: string; scopes: string[]; key_hash: string; revoked: boolean }>(
     VERIFY_KEY_SQL,
-    [m[1], sha256(presented).toString("hex")],
+    [id, given.toString("hex")],
     on,
   );
   const row = rows[0];
   if (!row) return null;
   const stored = Buffer.from(row.key_hash, "hex");
-  const given = sha256(presented);
   if (stored.length !== given.length || !timingSafeEqual(stored, given) || row.revoked) return null;
-  return { kind: "apikey", id: row.id, name: row.name, capabilities: row.scopes ?? [] };
+  const principal: ApiKeyPrincipal = { kind: "apikey", id: row.id, name: row.name, capabilities: row.scopes ?? [] };
+  rememberApiKey(id, { keyHash: stored, principal, stampedAt: performance.now() }, generation);
+  return principal;
 }
 
 function toInfo(row: { id: string; name: string; scopes: string[]; createdAt: Date; lastUsedAt: Date | null; revokedAt: Date | null }): ApiKeyInfo {

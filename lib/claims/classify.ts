@@ -20,8 +20,13 @@ export type ClaimRow = {
   received_at: Date;
   expires_at: Date;
   duplicate_count: number;
-  /** Seconds since the key's received_at on the database clock (lib/metrics/duplicate-ages.ts). */
-  age_seconds?: number | null;
+  /**
+   * The stored key's attempt id (this caller's or another's): server-side only, never in an answer. The Redis
+   * first line keeps a digest of it, so a repeat of the attempt that made the key is not answered `duplicate`.
+   */
+  attempt_id: string | null;
+  /** The database's time of this claim (now()): with received_at, a duplicate's age; with expires_at, the key's remaining life. */
+  db_now: Date;
 };
 
 export type ClaimInput = { eventId: string; eventType: string; payloadHash?: string; attemptId?: string };

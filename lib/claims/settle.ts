@@ -8,6 +8,7 @@ import "server-only";
 import { KeywardError } from "../errors";
 import { query } from "../db/sql";
 import type { ClaimStatus, ParsedCompleteRequest, ParsedReleaseRequest, SettleResult } from "./schema";
+import { forgetBeforeRelease } from "./redis";
 
 export type { SettleResult };
 import type { ClaimOptions } from "./claim";
@@ -93,11 +94,15 @@ export async function completeClaim(r: ParsedCompleteRequest, options: ClaimOpti
 
 /** Deletes a live claim (with its token, or unconditionally without one) so the next delivery is processed. */
 export async function releaseClaim(r: ParsedReleaseRequest, options: ClaimOptions = {}): Promise<SettleResult> {
+  // Redis must not answer `duplicate` for the released key once this answers (redis.ts): its entry goes
+  // first, or every server moves to a new Redis namespace and this waits out the bound.
+  const finish = await forgetBeforeRelease(r.source, r.eventId);
   const [row] = await query<SettleRow>(
     RELEASE_SQL,
     [r.source, r.eventId, r.claimToken ?? null, options.actor ?? "library"],
     options.on,
   );
+  await finish?.();
   refuse(row, r.source, r.eventId, "release");
   return settled(r, row, "released");
 }

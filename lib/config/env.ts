@@ -42,6 +42,14 @@ const envSchema = z.object({
   KEYWARD_DB_PREPARED_STATEMENTS: z.enum(["on", "off"], { error: 'must be "on" or "off"' }).default("on"),
   // Idle connections are kept 5 minutes: a reopened connection costs ~12 ms plus a slow first claim.
   KEYWARD_DB_IDLE_TIMEOUT_MS: intFrom(300000, 0, 86400000),
+  // The in-process API-key cache of `keyward start` (lib/auth/api-key-cache.ts): a revoked key is refused by
+  // every server within 1 s. "off": every request reads its key from the database. Always off on the
+  // embedded database.
+  KEYWARD_API_KEY_CACHE: z.enum(["on", "off"], { error: 'must be "on" or "off"' }).default("on"),
+  // Redis as the claim path's first line (lib/claims/redis.ts): unset, not used. A command slower than the
+  // timeout (ms) goes to PostgreSQL instead; so does everything while Redis is down.
+  KEYWARD_REDIS_URL: optionalString(z.string().regex(/^rediss?:\/\//, "must be a redis:// or rediss:// URL")),
+  KEYWARD_REDIS_TIMEOUT_MS: intFrom(25, 1, 1000),
   // Pruning expired dedup keys (lib/retention/prune.ts): rows per batch (one short transaction each),
   // pause between batches, time budget per run, and how often the server runs it (0: never).
   KEYWARD_PRUNE_BATCH_SIZE: intFrom(5000, 1, 100000),

@@ -85,16 +85,17 @@ export function quantileUpperBound(h: AgeHistogram, q: number): number | null {
 // ---------------------------------------------------------------------------------------------------
 // The claim path's side: ages of the duplicate answers, gathered per source until the next flush.
 
-/** The ages of a statement's `duplicate` answers, from the age the statement returned for each key. */
+/** The ages of a statement's `duplicate` answers: the statement's db_now − each key's received_at. */
 export function duplicateAgesOf(
   results: readonly { eventId: string; outcome: string; repeat?: boolean }[],
-  rows: readonly { event_id: string; age_seconds?: number | null }[],
+  rows: readonly { event_id: string; received_at: Date; db_now: Date }[],
 ): number[] {
   const ages: number[] = [];
   let byId: Map<string, number | null | undefined> | undefined;
   for (const r of results) {
     if (r.outcome !== "duplicate" || r.repeat) continue;
-    byId ??= new Map(rows.map((row) => [row.event_id, row.age_seconds]));
+    // Both times are the database's: its now() at the claim and the key's first claim (received_at).
+    byId ??= new Map(rows.map((row) => [row.event_id, (row.db_now.getTime() - row.received_at.getTime()) / 1000]));
     // A repeat inside a batch of a key this batch just made has age 0.
     ages.push(Math.max(0, byId.get(r.eventId) ?? 0));
   }

@@ -16,6 +16,8 @@ import { Counter, Gauge, Histogram, Registry } from "prom-client";
 import { query } from "../db/sql";
 import { processGlobal } from "../process-global";
 import { claimOutcomeTotals } from "./claim-counts";
+import { apiKeyCacheStats } from "../auth/api-key-cache";
+import { redisStats } from "../claims/redis";
 
 type Metrics = {
   registry: Registry;
@@ -34,6 +36,9 @@ type Metrics = {
   inletLagMessages: Gauge<"source" | "inlet">;
   inletLagSeconds: Gauge<"source" | "inlet">;
   inletUp: Gauge<"source" | "inlet">;
+  keyCacheLookups: Gauge<"result">;
+  keyCacheTrusted: Gauge;
+  redisLookups: Gauge<"result">;
 };
 
 function create(): Metrics {
@@ -115,6 +120,24 @@ function create(): Metrics {
       labelNames: ["source", "inlet"],
       registers,
     }),
+    // Counters in meaning (they only grow), exposed as gauges set from the cache's own totals at scrape.
+    keyCacheLookups: new Gauge({
+      name: "keyward_api_key_cache_lookups_total",
+      help: "API-key verifications by this process: answered from the in-process cache (hit) or read from the database (miss).",
+      labelNames: ["result"],
+      registers,
+    }),
+    redisLookups: new Gauge({
+      name: "keyward_redis_lookups_total",
+      help: "Claim lookups in the Redis first line by this process: answered duplicate (hit), sent to PostgreSQL (miss), failed or too slow (error), entries written (write).",
+      labelNames: ["result"],
+      registers,
+    }),
+    keyCacheTrusted: new Gauge({
+      name: "keyward_api_key_cache_trusted",
+      help: "1 while the API-key cache may answer from memory (its listener confirmed a ping within 750 ms), else 0.",
+      registers,
+    }),
   };
 }
 
@@ -187,6 +210,15 @@ export async function renderMetrics(): Promise<{ text: string; contentType: stri
     if (i.lag_messages !== null) m.inletLagMessages.set(labels, Number(i.lag_messages));
     if (i.lag_seconds !== null) m.inletLagSeconds.set(labels, i.lag_seconds);
   }
+  const keys = apiKeyCacheStats();
+  m.keyCacheLookups.set({ result: "hit" }, keys.hits);
+  m.keyCacheLookups.set({ result: "miss" }, keys.misses);
+  m.keyCacheTrusted.set(keys.trusted ? 1 : 0);
+  const redis = redisStats();
+  m.redisLookups.set({ result: "hit" }, redis.hits);
+  m.redisLookups.set({ result: "miss" }, redis.misses);
+  m.redisLookups.set({ result: "error" }, redis.errors);
+  m.redisLookups.set({ result: "write" }, redis.writes);
 
   return { text: await m.registry.metrics(), contentType: m.registry.contentType };
 }

@@ -165,6 +165,13 @@ export async function extendPreflight(id: string, actor: Principal, db: Db = dat
         [id],
       );
       if (stale) throw staleError(id, new Date(before.validUntil));
+      // Partition mode probes only a source's reach (keys_reach_until): widen it with the extension.
+      if (targets.length) {
+        await tx.query("SELECT keyward_widen_source_reach($1, now() + make_interval(secs => $2::int))", [
+          before.source,
+          before.windowSeconds + SEND_MARGIN_SECONDS,
+        ]);
+      }
       const n = targets.length
         ? await tx.execute(EXTEND_SQL, [before.source, [...new Set(targets.map((t) => t.eventId))], before.windowSeconds + SEND_MARGIN_SECONDS])
         : 0;

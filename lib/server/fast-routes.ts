@@ -7,7 +7,9 @@
  * lib/metrics/http.ts, which the route files under app/ re-export), wrapped by the same `route()`; only
  * the dispatch differs, so authentication, validation, limits and error bodies are identical. Anything not matched here (other paths, methods)
  * goes to Next, which serves these same modules too; malformed paths and trailing slashes are answered
- * before either (api-edge.ts).
+ * before either (api-edge.ts). The two claim routes first try the native lane (fast-claims.ts), which
+ * answers well-formed claims without Web Request/Response objects and hands everything else to the
+ * route module.
  */
 import "server-only";
 import type { IncomingMessage, ServerResponse } from "node:http";
@@ -15,7 +17,7 @@ import { Readable } from "node:stream";
 import { claimBatchHandler as claimBatch, claimHandler as claim, completeHandler as complete, keyStateHandler as keyState, releaseHandler as release } from "../claims/http";
 import { metricsHandler as metrics } from "../metrics/http";
 import { observeClaimSeconds } from "../metrics/prometheus";
-import { API_HEADERS } from "../http/headers";
+import { serveClaimNative, writeResponse } from "./fast-claims";
 
 type Params = Record<string, string>;
 type Handler = (req: Request, ctx: { params: Promise<Params> }) => Promise<Response>;
@@ -53,29 +55,36 @@ export function matchFastRoute(method: string | undefined, url: string | undefin
 }
 
 export async function serveFast(match: FastMatch, req: IncomingMessage, res: ServerResponse): Promise<void> {
+  const started = match.timed ? performance.now() : 0;
+  let prefix: Buffer[] = [];
+  if (match.timed) {
+    const fallback = await serveClaimNative(match.timed, req, res);
+    if (!fallback) return void observeClaimSeconds(match.timed, (performance.now() - started) / 1000);
+    prefix = fallback.prefix;
+  }
   const headers = new Headers();
   for (const [name, value] of Object.entries(req.headers)) {
     if (value === undefined) continue;
     for (const v of Array.isArray(value) ? value : [value]) headers.append(name, v);
   }
   const hasBody = req.method !== "GET" && req.method !== "HEAD";
+  // The body the native lane already read (if any) goes first, then the rest of the stream.
+  const stream = prefix.length ? Readable.from(withPrefix(prefix, req)) : req;
   // The handlers never read the host; a fixed origin also keeps a malformed Host header harmless.
   const request = new Request(new URL(req.url ?? "/", "http://localhost"), {
     method: req.method,
     headers,
-    body: hasBody ? (Readable.toWeb(req) as ReadableStream<Uint8Array>) : undefined,
+    body: hasBody ? (Readable.toWeb(stream) as ReadableStream<Uint8Array>) : undefined,
     duplex: "half",
   } as RequestInit);
-  const started = match.timed ? performance.now() : 0;
   const response = await match.handler(request, { params: Promise.resolve(match.params) });
   if (match.timed) observeClaimSeconds(match.timed, (performance.now() - started) / 1000);
-  const body = Buffer.from(await response.arrayBuffer());
-  const out: Record<string, string> = Object.fromEntries(API_HEADERS);
-  response.headers.forEach((value, name) => (out[name] = value));
-  out["content-length"] = String(body.byteLength);
   // A refused request (401, 413, …) may leave its body unread; closing is cheaper than draining it,
   // and the connection could not serve the next request until the body was consumed.
-  if (hasBody && !req.complete) out["connection"] = "close";
-  res.writeHead(response.status, out);
-  res.end(body);
+  await writeResponse(res, response, hasBody && !req.complete ? { connection: "close" } : undefined);
+}
+
+async function* withPrefix(prefix: Buffer[], rest: AsyncIterable<Buffer>): AsyncGenerator<Buffer> {
+  yield* prefix;
+  yield* rest;
 }

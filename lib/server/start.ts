@@ -11,7 +11,9 @@ import next from "next";
 import { loadEnv, type KeywardEnv } from "../config/env";
 import { prepareDatabase } from "../db/prepare";
 import type { DatabaseHandle } from "../db/embedded";
-import { closeDb } from "../db/client";
+import { closeDb, pool } from "../db/client";
+import { startApiKeyListener } from "../auth/api-key-cache";
+import { registerRedisUse, startRedis, stopRedis } from "../claims/redis";
 import { query } from "../db/sql";
 import { flushClaimCounts } from "../metrics/claim-counts";
 import { metricsSamplerJob } from "../metrics/sampler";
@@ -110,6 +112,32 @@ export async function startServer(options: { build?: boolean } = {}): Promise<vo
   const port = typeof address === "object" && address ? address.port : env.PORT;
   console.log(`[keyward] console and API on http://${env.HOSTNAME}:${port}`);
   const log = (msg: string) => console.error(`[keyward] ${msg}`);
+  const external = Boolean(env.DATABASE_URL);
+  // The database listener (the API-key cache's evictions, the Redis namespace) needs a direct connection:
+  // KEYWARD_MIGRATE_DATABASE_URL when set (behind PgBouncer in transaction mode LISTEN needs one), else
+  // DATABASE_URL. Neither runs on the embedded database (one shared session).
+  const redisUrl = external ? env.KEYWARD_REDIS_URL : undefined;
+  if (redisUrl) {
+    await registerRedisUse();
+    await startRedis({
+      url: redisUrl,
+      timeoutMs: env.KEYWARD_REDIS_TIMEOUT_MS,
+      statementTimeoutMs: env.KEYWARD_DB_STATEMENT_TIMEOUT_MS,
+      connectTimeoutMs: env.KEYWARD_DB_CONNECT_TIMEOUT_MS,
+      log: (msg) => console.warn(`[keyward] ${msg}`),
+    });
+    console.log(`[keyward] Redis first line: on (command timeout ${env.KEYWARD_REDIS_TIMEOUT_MS} ms)`);
+  }
+  const listener =
+    external && (env.KEYWARD_API_KEY_CACHE === "on" || redisUrl)
+      ? startApiKeyListener({
+          url: env.KEYWARD_MIGRATE_DATABASE_URL ?? database.url,
+          crossSession: (sql, values) => pool().query(sql, values),
+          log: (msg) => console.warn(`[keyward] ${msg}`),
+          connectTimeoutMs: env.KEYWARD_DB_CONNECT_TIMEOUT_MS,
+          cacheKeys: env.KEYWARD_API_KEY_CACHE === "on",
+        })
+      : undefined;
   // The periodic jobs (lib/jobs/registry.ts); the replay worker polls through a registry of its own.
   const jobs = startJobs([auditPartitionsJob(), metricsSamplerJob(), pruningJob(log), lateDuplicatesJob()], log);
   const stopReplays = scheduleReplayWorker(log);
@@ -136,6 +164,8 @@ export async function startServer(options: { build?: boolean } = {}): Promise<vo
     await replaysStopped;
     await inletsStopped;
     await flushClaimCounts().catch(() => {});
+    await stopRedis();
+    await listener?.stop();
     await closeDb();
     await database.close();
     process.exit(0);

@@ -36,8 +36,12 @@ export async function createSource(s: NewSource, actor: Principal, db: Db = data
   }
 }
 
-/** The encrypted signing secrets and AMQP destination never leave lib/sources/signing-secret.ts and replay-destination.ts. */
-const OMIT_SECRET = { signingSecretEnc: true, signingSecretPrevEnc: true, replayDestinationEnc: true } as const;
+/**
+ * The encrypted signing secrets and AMQP destination never leave lib/sources/signing-secret.ts and
+ * replay-destination.ts; keys_reach_until is the claim statement's bookkeeping (partition mode), not part
+ * of a source's description.
+ */
+const OMIT_SECRET = { signingSecretEnc: true, signingSecretPrevEnc: true, replayDestinationEnc: true, keysReachUntil: true } as const;
 
 export async function listSources(db: Db = database()): Promise<SourceInfo[]> {
   return db.prisma.source.findMany({ orderBy: { name: "asc" }, omit: OMIT_SECRET });

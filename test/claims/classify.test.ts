@@ -21,6 +21,8 @@ function row(eventId: string, over: Partial<ClaimRow> = {}): ClaimRow {
     received_at: T0,
     expires_at: T1,
     duplicate_count: 0,
+    attempt_id: null,
+    db_now: T0,
     ...over,
   };
 }

@@ -27,6 +27,8 @@ const M = 60;
 const H = 3600;
 const D = 86400;
 
+const T0 = Date.parse("2026-12-01T12:00:00Z");
+
 describe("bucket edges", () => {
   it("has the fourteen edges of the issue, in order, and an overflow bucket", () => {
     expect([...AGE_BUCKETS]).toEqual([1, 10, M, 10 * M, H, 6 * H, D, 2 * D, 3 * D, 5 * D, 7 * D, 14 * D, 30 * D, 90 * D]);
@@ -61,9 +63,9 @@ describe("bucket edges", () => {
 
   it("takes the ages of duplicate answers only, repeats of a claim left out, an in-batch repeat of a new key at 0", () => {
     const rows = [
-      { event_id: "a", age_seconds: 7200 },
-      { event_id: "b", age_seconds: 0.01 },
-      { event_id: "c", age_seconds: 99 },
+      { event_id: "a", received_at: new Date(T0 - 7200_000), db_now: new Date(T0) },
+      { event_id: "b", received_at: new Date(T0 - 10), db_now: new Date(T0) },
+      { event_id: "c", received_at: new Date(T0 - 99_000), db_now: new Date(T0) },
     ];
     const ages = duplicateAgesOf(
       [

@@ -178,6 +178,57 @@ describe("partition mode", () => {
     }
   }, 90_000); // 100 fresh connections plan the function's statements on a shared 2-core machine
 
+  it("a 2-day source beside a 90-day one: racing claims of both, live keys in the short one's reach and beyond it → one claim per key, one row", async () => {
+    const long = await makeSource(90 * DAY);
+    const short = await makeSource(2 * DAY);
+    await ensureDedupPartitions(); // days up to the 90-day TTL exist
+    // The short source's keys: one live and one expired in earlier partitions, one in the DEFAULT-free future
+    // near its reach's edge (a 1-day lease on a 2-day TTL: 2 days); the long source's near its 90-day end.
+    const nearEdge = uniq("edge");
+    const expired = uniq("expired");
+    const fresh = uniq("fresh");
+    const longKey = uniq("long");
+    await sql(
+      `INSERT INTO dedup_keys (source, event_id, event_type, status, claim_token, claim_kind, expires_at) VALUES
+         ($1, $2, 't', 'done', gen_random_uuid(), 'claimed', now() + interval '47 hours'),
+         ($1, $3, 't', 'done', gen_random_uuid(), 'claimed', now() - interval '1 hour'),
+         ($4, $5, 't', 'done', gen_random_uuid(), 'claimed', now() + interval '89 days')`,
+      [short, nearEdge, expired, long, longKey],
+    );
+    const claims = [
+      ...Array.from({ length: 12 }, () => claimEvent({ source: short, eventId: nearEdge, eventType: "t" }, { on: wide })),
+      ...Array.from({ length: 12 }, () => claimEvent({ source: short, eventId: expired, eventType: "t" }, { on: wide })),
+      ...Array.from({ length: 12 }, () => claimEvent({ source: short, eventId: fresh, eventType: "t" }, { on: wide })),
+      ...Array.from({ length: 12 }, () => claimEvent({ source: long, eventId: longKey, eventType: "t" }, { on: wide })),
+      ...Array.from({ length: 12 }, () => claimEvent({ source: long, eventId: fresh, eventType: "t" }, { on: wide })),
+      claimEvents({ source: short, events: [nearEdge, expired, fresh].map((eventId) => ({ eventId, eventType: "t" })) }, { on: wide }),
+    ];
+    const results = (await Promise.all(claims)).flat();
+    const byKey = new Map<string, string[]>();
+    for (const r of results) byKey.set(`${r.source}/${r.eventId}`, [...(byKey.get(`${r.source}/${r.eventId}`) ?? []), r.outcome]);
+    const claimedOnce = (key: string) => byKey.get(key)!.filter((o) => o === "claimed").length;
+    expect(claimedOnce(`${short}/${nearEdge}`)).toBe(0); // it was alive all along
+    expect(claimedOnce(`${short}/${expired}`)).toBe(1); // reclaimed once
+    expect(claimedOnce(`${short}/${fresh}`)).toBe(1);
+    expect(claimedOnce(`${long}/${longKey}`)).toBe(0);
+    expect(claimedOnce(`${long}/${fresh}`)).toBe(1); // the same event id under another source is another key
+    for (const [src, id] of [[short, nearEdge], [short, expired], [short, fresh], [long, longKey], [long, fresh]]) {
+      expect(await rowsOf(src, id), `${src}/${id}`).toHaveLength(1);
+    }
+  }, 90_000);
+
+  it("lowering a TTL keeps the old reach: a key written under the longer TTL is still found (a duplicate, not a second row)", async () => {
+    const source = await makeSource(30 * DAY);
+    const eventId = uniq("long-lived");
+    await claimEvent({ source, eventId, eventType: "t" }); // expires in 30 days
+    await updateSource(source, { retryWindowSeconds: 2 * DAY }, cliPrincipal()); // now a 2-day TTL
+    const [{ reach }] = await sql<{ reach: Date }>("SELECT keys_reach_until AS reach FROM sources WHERE name = $1", [source]);
+    expect(reach.getTime()).toBeGreaterThan(Date.now() + 29 * DAY * 1000);
+    const again = await claimEvent({ source, eventId, eventType: "t" });
+    expect(again.outcome).toBe("duplicate");
+    expect(await rowsOf(source, eventId)).toHaveLength(1);
+  });
+
   it("overlapping concurrent batches (keys in different orders, some expired in earlier partitions): no deadlock, one claim per key", async () => {
     const source = await makeSource(7 * DAY);
     const ids = Array.from({ length: 40 }, (_, i) => `${uniq("b")}-${i}`);
@@ -252,11 +303,12 @@ describe("partition mode", () => {
       );
       return n;
     };
-    const holdWhile = async (statement: string, params: unknown[], eventId: string) => {
+    const holdWhile = async (statement: string, params: unknown[], eventId: string, first?: string) => {
       const c = new pg.Client({ connectionString: db.url() });
       await c.connect();
       try {
         await c.query("BEGIN");
+        if (first) await c.query(first, params.slice(0, 1));
         await c.query(statement, params);
         const claim = claimEvent({ source, eventId, eventType: "t" });
         await expect.poll(waitingClaims, { timeout: 5000, interval: 25 }).toBe(1); // the claim is queued behind the row lock
@@ -277,13 +329,15 @@ describe("partition mode", () => {
     expect(afterPrune).toMatchObject({ outcome: "claimed", claimKind: "claimed" });
     expect(await rowsOf(source, gone)).toHaveLength(1);
 
-    // A live key moved to a later day's partition (as extend does) while a claim waits: 40001, retried.
+    // A live key moved to a later day's partition (as extend does, widening the source's reach in the same
+    // transaction) while a claim waits: 40001, retried, and the retry finds it there.
     const moved = uniq("moved");
     await claimEvent({ source, eventId: moved, eventType: "t" });
     const afterMove = await holdWhile(
       "UPDATE dedup_keys SET expires_at = now() + interval '20 days' WHERE source = $1 AND event_id = $2",
       [source, moved],
       moved,
+      "SELECT keyward_widen_source_reach($1, now() + interval '20 days')",
     );
     expect(afterMove.outcome).toBe("duplicate");
     const rows = await rowsOf(source, moved);

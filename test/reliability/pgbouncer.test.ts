@@ -15,6 +15,7 @@
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { claimEvent } from "../../lib/claims/claim";
+import { cacheTrusted, keepListenerAwake, startApiKeyListener } from "../../lib/auth/api-key-cache";
 import { closeDb, pool } from "../../lib/db/client";
 import { migrate } from "../../lib/db/migrate";
 import { checkDatabaseSession, MIGRATOR_LOCK_KEY } from "../../lib/db/session-check";
@@ -208,9 +209,47 @@ describe("deployment behind PgBouncer (transaction pooling, 4 server connections
       );
       const failures = settled.filter((s) => s.status === "rejected").map((s) => String((s as PromiseRejectedResult).reason));
       expect(failures.length).toBeGreaterThan(0);
-      expect(failures.join("\n")).toMatch(/prepared statement "keyward_claim" (does not exist|already exists)/);
+      expect(failures.join("\n")).toMatch(/prepared statement "keyward_claim(_one)?" (does not exist|already exists)/);
     } finally {
       await useThisProcessThrough(bouncer.through(directUrl()), "off");
+    }
+  });
+
+  it("the API-key cache's listener through PgBouncer never trusts itself (LISTEN needs a direct connection); directly it does", async () => {
+    const logs: string[] = [];
+    const through = startApiKeyListener({
+      url: bouncer.through(directUrl()),
+      crossSession: (text, values) => pool().query(text, values),
+      log: (m) => logs.push(m),
+      connectTimeoutMs: 3000,
+      cacheKeys: true,
+    });
+    try {
+      for (let i = 0; i < 40; i++) {
+        keepListenerAwake();
+        expect(cacheTrusted()).toBe(false); // every key is read from the database
+        await new Promise((r) => setTimeout(r, 100));
+      }
+    } finally {
+      await through.stop();
+    }
+    const direct = startApiKeyListener({
+      url: directUrl(),
+      crossSession: (text, values) => pool().query(text, values),
+      log: (m) => logs.push(m),
+      connectTimeoutMs: 3000,
+      cacheKeys: true,
+    });
+    try {
+      let trusted = false;
+      for (let i = 0; i < 200 && !trusted; i++) {
+        keepListenerAwake();
+        trusted = cacheTrusted();
+        if (!trusted) await new Promise((r) => setTimeout(r, 50));
+      }
+      expect(trusted).toBe(true); // the control: the same listener on a direct connection
+    } finally {
+      await direct.stop();
     }
   });
 

@@ -2,6 +2,8 @@
  * A TCP proxy between Keyward and PostgreSQL that a test switches between network faults:
  *   forward    bytes pass both ways (the healthy network);
  *   refuse     the database is down: open connections are reset, new ones are accepted and reset at once;
+ *   refuseNew  new connections are reset at once, open ones keep forwarding (a connection lost on its own
+ *              cannot come back);
  *   blackhole  packets silently vanish (a failover, a lost NAT entry): new connections are accepted and
  *              never answered, bytes on open connections are dropped both ways, and every socket stays open.
  * Back to `forward` heals the network for new connections and for open ones (whatever was dropped on an
@@ -12,7 +14,7 @@
  */
 import net from "node:net";
 
-export type ProxyMode = "forward" | "refuse" | "blackhole";
+export type ProxyMode = "forward" | "refuse" | "refuseNew" | "blackhole";
 
 type Pair = { client: net.Socket; server: net.Socket | null; holed: boolean };
 
@@ -41,7 +43,7 @@ export async function startTcpProxy(target: { host: string; port: number }): Pro
 
   const server = net.createServer((client) => {
     client.on("error", () => {});
-    if (mode === "refuse") {
+    if (mode === "refuse" || mode === "refuseNew") {
       client.resetAndDestroy();
       return;
     }
@@ -63,10 +65,10 @@ export async function startTcpProxy(target: { host: string; port: number }): Pro
     client.on("data", (chunk: Buffer) => {
       // A marked request still reaches the database; only what comes back afterwards is lost.
       if (marker && chunk.includes(marker)) pair.holed = true;
-      if (mode === "forward") upstream.write(chunk);
+      if (mode === "forward" || mode === "refuseNew") upstream.write(chunk);
     });
     upstream.on("data", (chunk: Buffer) => {
-      if (mode === "forward" && !pair.holed) client.write(chunk);
+      if ((mode === "forward" || mode === "refuseNew") && !pair.holed) client.write(chunk);
     });
   });
 

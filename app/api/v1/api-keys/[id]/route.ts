@@ -1,4 +1,7 @@
-/** DELETE /api/v1/api-keys/:id — revoke a key (by id or name); it stops working at once. Admins only. */
+/**
+ * DELETE /api/v1/api-keys/:id — revoke a key (by id or name). Admins only. It stops working at once on this
+ * server and within 1 s on every other (lib/auth/api-key-cache.ts).
+ */
 import { revokeApiKey } from "@/lib/auth/api-keys";
 import { json, route } from "@/lib/http/route";
 

@@ -1,0 +1,213 @@
+/**
+ * Redis as the claim path's first line (lib/claims/redis.ts), with real servers, a private redis-server
+ * (started on a free port, stopped by its PID) and this file's own database (the servers register Redis use
+ * in its settings, which makes every release elsewhere move the namespace: not in the shared database).
+ *
+ * Proved: a duplicate is answered from Redis without PostgreSQL and still counted (the key's duplicate_count
+ * catches up); Redis never answers for a repeat of the attempt that made the key, nor for a payload
+ * mismatch; a key released on one server is not answered `duplicate` from Redis by the other; with Redis
+ * stopped, or black-holed behind a TCP proxy, claims stay correct and answer within a bound, and Redis is
+ * used again once it is back.
+ */
+import { spawn, type ChildProcess } from "node:child_process";
+import Redis from "ioredis";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+import { call, startTestServer, type TestServer } from "../setup/auth";
+import { makeSource, sql, uniq } from "../setup/db";
+import { makeApiKey } from "../setup/http";
+import { usePrivateDatabase } from "../setup/private-db";
+import { freePort, stopServer, type Server } from "../setup/server";
+import { startTcpProxy, type TcpProxy } from "../setup/tcp-proxy";
+
+vi.setConfig({ testTimeout: 60_000 });
+
+usePrivateDatabase();
+
+const METRICS_TOKEN = "redis-test-metrics-token-0123456789abcdefghij";
+const spawned: Server[] = [];
+let redisPort: number;
+let redisProc: ChildProcess | undefined;
+let proxy: TcpProxy;
+let a: TestServer;
+let b: TestServer;
+let viaProxy: TestServer;
+let key: string;
+let source: string;
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+async function startRedisServer(): Promise<void> {
+  redisProc = spawn("redis-server", ["--port", String(redisPort), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"], {
+    stdio: "ignore",
+  });
+  const probe = new Redis({ port: redisPort, lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
+  probe.on("error", () => {});
+  for (let i = 0; i < 100; i++) {
+    try {
+      await probe.connect();
+      await probe.ping();
+      probe.disconnect();
+      return;
+    } catch {
+      probe.disconnect();
+      await sleep(50);
+    }
+  }
+  throw new Error("redis-server did not start");
+}
+
+async function stopRedisServer(): Promise<void> {
+  const p = redisProc;
+  redisProc = undefined;
+  if (!p || p.exitCode !== null) return;
+  const exited = new Promise((r) => p.once("exit", r));
+  p.kill("SIGTERM"); // by its PID: this file's own redis-server
+  await exited;
+}
+
+async function redisStats(server: TestServer): Promise<Record<string, number>> {
+  const res = await fetch(`${server.baseUrl}/metrics`, { headers: { authorization: `Bearer ${METRICS_TOKEN}` } });
+  const text = await res.text();
+  const out: Record<string, number> = {};
+  for (const m of text.matchAll(/^keyward_redis_lookups_total\{result="(\w+)"\} (\S+)$/gm)) out[m[1]] = Number(m[2]);
+  return out;
+}
+
+/** Waits until the server can use Redis (connected, its listener trusted): a hit proves it. */
+async function untilRedisHit(server: TestServer, eventId: string): Promise<void> {
+  for (let i = 0; i < 200; i++) {
+    const before = (await redisStats(server)).hit ?? 0;
+    const r = await claim(server, { eventId });
+    expect(r.status).toBe(200);
+    if (((await redisStats(server)).hit ?? 0) > before) return;
+    await sleep(50);
+  }
+  throw new Error(`${server.baseUrl} never answered from Redis: ${JSON.stringify(await redisStats(server))}\n${server.server.output().slice(-3000)}`);
+}
+
+async function claim(server: TestServer, body: Record<string, unknown>) {
+  return call(server.baseUrl, "POST", "/api/v1/claims", { key, body: { source, eventType: "t", ...body } });
+}
+
+async function entries(pattern: string): Promise<string[]> {
+  const r = new Redis({ port: redisPort, maxRetriesPerRequest: 0 });
+  try {
+    return await r.keys(pattern);
+  } finally {
+    r.disconnect();
+  }
+}
+
+beforeAll(async () => {
+  redisPort = await freePort();
+  await startRedisServer();
+  proxy = await startTcpProxy({ host: "127.0.0.1", port: redisPort });
+  const env = { KEYWARD_METRICS_TOKEN: METRICS_TOKEN, KEYWARD_REDIS_URL: `redis://127.0.0.1:${redisPort}`, KEYWARD_REDIS_TIMEOUT_MS: "50" };
+  [a, b, viaProxy] = await Promise.all([
+    startTestServer(spawned, env),
+    startTestServer(spawned, env),
+    startTestServer(spawned, { ...env, KEYWARD_REDIS_URL: `redis://127.0.0.1:${proxy.port}` }),
+  ]);
+  key = (await makeApiKey(["claims:write"])).key;
+  source = await makeSource();
+});
+
+afterAll(async () => {
+  await Promise.all(spawned.map((s) => stopServer(s)));
+  await proxy?.close();
+  await stopRedisServer();
+});
+
+describe("Redis first line", () => {
+  it("answers a duplicate without PostgreSQL, counts it, and the key's duplicate count catches up", async () => {
+    const eventId = uniq("dup");
+    expect((await claim(a, { eventId })).status).toBe(201);
+    await untilRedisHit(b, eventId);
+    const before = await redisStats(b);
+    const r = await claim(b, { eventId });
+    expect(r.status).toBe(200);
+    expect(r.body).toMatchObject({ outcome: "duplicate", source, eventId, status: "done" });
+    expect((await redisStats(b)).hit).toBe(before.hit + 1);
+    // The duplicates answered from Redis reach the key within a flush (5 s).
+    for (let i = 0; i < 200; i++) {
+      const [row] = await sql<{ duplicate_count: number }>("SELECT duplicate_count FROM dedup_keys WHERE source = $1 AND event_id = $2", [source, eventId]);
+      if (row.duplicate_count >= 2) break;
+      await sleep(100);
+    }
+    const [row] = await sql<{ duplicate_count: number }>("SELECT duplicate_count FROM dedup_keys WHERE source = $1 AND event_id = $2", [source, eventId]);
+    expect(row.duplicate_count).toBeGreaterThanOrEqual(2);
+  });
+
+  it("never answers for the attempt that made the key (a repeat), nor for a payload mismatch", async () => {
+    const eventId = uniq("att");
+    const attemptId = `att-${uniq("x")}`;
+    const payloadHash = "a".repeat(64);
+    const first = await claim(a, { eventId, attemptId, payloadHash });
+    expect(first.status).toBe(201);
+    await untilRedisHit(b, eventId);
+    const repeat = await claim(b, { eventId, attemptId, payloadHash });
+    expect(repeat.status).toBe(201);
+    expect(repeat.body).toMatchObject({ outcome: "claimed", repeat: true, claimToken: first.body.claimToken });
+    const mismatch = await claim(b, { eventId, payloadHash: "b".repeat(64) });
+    expect(mismatch.status).toBe(409);
+    expect(mismatch.body.outcome).toBe("payload_mismatch");
+    expect((await claim(b, { eventId, attemptId: "another", payloadHash })).status).toBe(200);
+  });
+
+  it("a key released on one server is not answered duplicate by the other: release, then reclaim → claimed", async () => {
+    for (let round = 0; round < 3; round++) {
+      const eventId = uniq("rel");
+      const first = await claim(a, { eventId });
+      expect(first.status).toBe(201);
+      await untilRedisHit(b, eventId); // b answers it from Redis now
+      const released = await call(a.baseUrl, "POST", "/api/v1/claims/release", {
+        key,
+        body: { source, eventId, claimToken: first.body.claimToken },
+      });
+      expect(released.status).toBe(200);
+      const again = await claim(b, { eventId });
+      expect(again.status).toBe(201);
+      expect(again.body.outcome).toBe("claimed");
+    }
+    // The releases left tombstones: a late write of a released key's entry is refused while they live.
+    expect((await entries(`kw:*:t:${source}/*`)).length).toBeGreaterThan(0);
+  });
+
+  it("Redis stopped: claims stay correct (first 201, then 200), releases still take effect; Redis is used again when back", async () => {
+    await stopRedisServer();
+    const eventId = uniq("down");
+    const first = await claim(a, { eventId });
+    expect(first.status).toBe(201);
+    expect((await claim(b, { eventId })).status).toBe(200);
+    const released = await call(b.baseUrl, "POST", "/api/v1/claims/release", { key, body: { source, eventId, claimToken: first.body.claimToken } });
+    expect(released.status).toBe(200);
+    expect((await claim(a, { eventId })).status).toBe(201);
+
+    await startRedisServer();
+    const later = uniq("back");
+    expect((await claim(a, { eventId: later })).status).toBe(201);
+    await untilRedisHit(b, later);
+  });
+
+  it("Redis black-holed behind a TCP proxy: every claim is answered correctly within the bound, through PostgreSQL", async () => {
+    const eventId = uniq("hole");
+    expect((await claim(viaProxy, { eventId })).status).toBe(201);
+    await untilRedisHit(viaProxy, eventId);
+    proxy.setMode("blackhole");
+    try {
+      const before = await redisStats(viaProxy);
+      for (let i = 0; i < 10; i++) {
+        const fresh = uniq("hole-new");
+        const t0 = performance.now();
+        expect((await claim(viaProxy, { eventId: fresh })).status).toBe(201);
+        expect((await claim(viaProxy, { eventId: fresh })).status).toBe(200);
+        expect((await claim(viaProxy, { eventId })).status).toBe(200);
+        // A bound, not a speed: Redis's 50 ms timeout plus the database, far under the statement timeout.
+        expect(performance.now() - t0).toBeLessThan(5000);
+      }
+      expect((await redisStats(viaProxy)).error).toBeGreaterThan(before.error ?? 0);
+    } finally {
+      proxy.setMode("forward");
+    }
+  });
+});
