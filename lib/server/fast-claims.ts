@@ -15,7 +15,7 @@ import type { IncomingMessage, ServerResponse } from "node:http";
 import { actorOf } from "../auth/principal";
 import { verifyApiKey } from "../auth/api-keys";
 import { isAllowed } from "../auth/authorize";
-import { claimEventsParsed, claimParsed } from "../claims/claim";
+import { claimEvent, claimEvents } from "../claims/claim";
 import { batchClaimRequest, claimRequest, OUTCOME_STATUS } from "../claims/schema";
 import { errorResponse, MAX_BODY_BYTES } from "../http/route";
 import { API_HEADERS } from "../http/headers";
@@ -70,12 +70,12 @@ export async function serveClaimNative(kind: FastClaimKind, req: IncomingMessage
     if (kind === "claim") {
       const parsed = claimRequest.safeParse(body);
       if (!parsed.success) return { prefix: chunks };
-      const result = await claimParsed(parsed.data, { actor });
+      const result = await claimEvent(parsed.data, { actor });
       writeJson(res, OUTCOME_STATUS[result.outcome], JSON.stringify(result));
     } else {
       const parsed = batchClaimRequest.safeParse(body);
       if (!parsed.success) return { prefix: chunks };
-      const results = await claimEventsParsed(parsed.data, { actor });
+      const results = await claimEvents(parsed.data, { actor });
       writeJson(res, 200, JSON.stringify({ results }));
     }
   } catch (err) {
