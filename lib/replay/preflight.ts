@@ -167,7 +167,7 @@ export async function extendPreflight(id: string, actor: Principal, db: Db = dat
       if (stale) throw staleError(id, new Date(before.validUntil));
       // Partition mode probes only a source's reach (keys_reach_until): widen it with the extension.
       if (targets.length) {
-        await tx.query("SELECT keyward_widen_source_reach($1, now() + make_interval(secs => $2::int))", [
+        await tx.execute("SELECT keyward_widen_source_reach($1, now() + make_interval(secs => $2::int))", [
           before.source,
           before.windowSeconds + SEND_MARGIN_SECONDS,
         ]);
