@@ -29,11 +29,13 @@ import { query, type PreparedSql } from "../db/sql";
 import { recordAction } from "../audit/actions";
 import { KeywardError } from "../errors";
 import { replayTarget } from "../sources/signing-secret";
-import { backoffMs, deliverOnce, RateLimiter } from "./deliver";
+import { deliverOnce } from "./deliver";
+import { backoffMs, MAX_ATTEMPTS } from "./backoff";
+import { RateLimiter } from "./rate-limiter";
 import { recheckBeforeSend } from "./classify";
 import { readFacts } from "./facts";
 import { CANCEL_ITEMS_SQL } from "./replays";
-import { MAX_ATTEMPTS, type Category } from "./schema";
+import type { Category } from "./schema";
 
 export const MAX_REPLAYS_PER_WORKER = 4;
 export const BATCH_MAX = 100;

@@ -68,8 +68,6 @@ export const MAX_RATE_PER_SECOND = 500;
 export const DEFAULT_RATE_PER_SECOND = 50;
 export const MAX_CONCURRENCY = 32;
 export const DEFAULT_CONCURRENCY = 4;
-/** Attempts per item before it is `failed`. */
-export const MAX_ATTEMPTS = 5;
 
 export const startReplayRequest = z.strictObject({
   preflightId: uuid,
