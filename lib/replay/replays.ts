@@ -16,6 +16,7 @@ import { actorOf, type Principal } from "../auth/principal";
 import { UUID_RE } from "../deadletters/list";
 import { replayTarget } from "../sources/signing-secret";
 import { staleError } from "./preflight";
+import { wakeReplayWorkers } from "./wake";
 import {
   idempotencyKey,
   listReplaysQuery,
@@ -79,7 +80,7 @@ export async function startReplay(
   );
   if (pre && !pre.started) await replayTarget(pre.source);
 
-  return prisma().$transaction(async (tx) => {
+  const started = await prisma().$transaction(async (tx) => {
     // One start per key at a time: the second of two concurrent requests waits here, then finds the first.
     await tx.$executeRawUnsafe("SELECT pg_advisory_xact_lock(hashtext('keyward-replay-idempotency:' || $1))", idemKey);
     const existing = await tx.replay.findUnique({ where: { idempotencyKey: idemKey } });
@@ -175,6 +176,8 @@ export async function startReplay(
     );
     return { replayId: created.id, total, created: true };
   }, TX);
+  if (started.created) wakeReplayWorkers();
+  return started;
 }
 
 type ReplayRow = {
@@ -338,6 +341,7 @@ export async function changeReplay(id: string, action: keyof typeof TRANSITIONS,
       tx,
     );
   }, TX);
+  if (action === "resume") wakeReplayWorkers();
   return getReplaySummary(id);
 }
 

@@ -12,7 +12,9 @@ import { claimEvent } from "../../lib/claims/claim";
 import { cliPrincipal } from "../../lib/auth/principal";
 import { createPreflight } from "../../lib/replay/preflight";
 import { getReplay, startReplay } from "../../lib/replay/replays";
-import { afterAttempt, batchSize, startReplayWorker, type ReplayWorker } from "../../lib/replay/executor";
+import { startReplayWorker, type ReplayWorker } from "../../lib/replay/executor";
+import { afterAttempt } from "../../lib/replay/attempts";
+import { batchSize } from "../../lib/replay/drive";
 import { makeSource, sql, uniq } from "../setup/db";
 import { readyForReplay, seedDeadLetters, setKeyExpiry } from "../setup/replay";
 
@@ -71,8 +73,12 @@ async function until(what: string, check: () => Promise<boolean>, ms = 30_000) {
   }
 }
 
+/** The sources of this file: its workers drive only their replays (other files' workers run beside them). */
+const sources: string[] = [];
+
 async function setup(n: number, processedAlready: number) {
   const source = await makeSource(7 * 86400);
+  sources.push(source);
   const ref: { secret?: string } = {};
   const rx = await miniReceiver(source, ref);
   cleanup.push(() => rx.close());
@@ -85,7 +91,7 @@ async function setup(n: number, processedAlready: number) {
 }
 
 function worker(o: Parameters<typeof startReplayWorker>[0] = {}): ReplayWorker {
-  const w = startReplayWorker({ pollMs: 50, leaseSeconds: 5, timeoutMs: 5000, log: (m) => console.error(`[worker] ${m}`), ...o });
+  const w = startReplayWorker({ pollMs: 50, leaseSeconds: 5, timeoutMs: 5000, log: (m) => console.error(`[worker] ${m}`), sources: () => sources, ...o });
   workers.push(w);
   return w;
 }

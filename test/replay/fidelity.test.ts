@@ -79,7 +79,7 @@ async function replayAll(letters: Letter[]): Promise<{ rx: Receiver; byEvent: Ma
   const pf = await createPreflight({ source }, ACTOR);
   expect(pf.counts).toMatchObject({ never_processed: letters.length });
   const { replayId } = await startReplay({ preflightId: pf.preflightId, include: ["never_processed"], ratePerSecond: 200 }, uniq("k"), ACTOR);
-  workers.push(startReplayWorker({ pollMs: 50, leaseSeconds: 5, timeoutMs: 5000, log: (m) => console.error(`[worker] ${m}`) }));
+  workers.push(startReplayWorker({ pollMs: 50, leaseSeconds: 5, timeoutMs: 5000, log: (m) => console.error(`[worker] ${m}`), sources: () => [source] }));
   const end = Date.now() + 30_000;
   while ((await getReplay(replayId)).status !== "completed") {
     if (Date.now() > end) throw new Error("replay did not complete");
