@@ -167,8 +167,18 @@ export async function listDeadLetters(input: unknown): Promise<DeadLetterList> {
 /** One letter with its payload exactly as stored (base64, and as text when it is UTF-8); 404 for an unknown id. */
 export async function getDeadLetter(id: string): Promise<DeadLetterDetail> {
   if (!UUID_RE.test(id)) throw KeywardError.notFound("dead_letter_not_found", `no dead letter ${id}`);
-  const [row] = await query<Row & { payload: Buffer; content_type: string; last_replay_error: string | null }>(
-    `SELECT ${COLUMNS}, d.payload, d.content_type, d.last_replay_error FROM dead_letters d ${KEY_JOIN} WHERE d.id = $1`,
+  const [row] = await query<
+    Row & {
+      payload: Buffer;
+      content_type: string;
+      last_replay_error: string | null;
+      last_replay_status: number | null;
+      settled_by: string | null;
+      settle_reason: string | null;
+    }
+  >(
+    `SELECT ${COLUMNS}, d.payload, d.content_type, d.last_replay_error, d.last_replay_status, d.settled_by, d.settle_reason
+     FROM dead_letters d ${KEY_JOIN} WHERE d.id = $1`,
     [id],
   );
   if (!row) throw KeywardError.notFound("dead_letter_not_found", `no dead letter ${id}`);
@@ -185,5 +195,8 @@ export async function getDeadLetter(id: string): Promise<DeadLetterDetail> {
     payloadBase64: row.payload.toString("base64"),
     payloadText,
     lastReplayError: row.last_replay_error,
+    lastReplayStatus: row.last_replay_status,
+    settledBy: row.settled_by,
+    settleReason: row.settle_reason,
   };
 }

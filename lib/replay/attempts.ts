@@ -33,7 +33,12 @@ export type ItemResult = {
   delayMs: number;
   /** A forced replay's expired_processed item (the audit row says so). */
   forced: boolean;
+  /** The attempt's evidence (kept in replay_attempts), when `attempt`. */
+  evidence: AttemptEvidence | null;
 };
+
+/** What one attempt leaves behind besides its status and error. */
+export type AttemptEvidence = { at: Date; destination: string; latencyMs: number; responseBody: string | null };
 
 /** An item given back unsent (a stop, a pause, a cancel): pending again at once, nothing counted. */
 export const givenBack = (deadLetterId: string, forced: boolean): ItemResult => ({
@@ -45,6 +50,7 @@ export const givenBack = (deadLetterId: string, forced: boolean): ItemResult => 
   touchLast: false,
   delayMs: 0,
   forced,
+  evidence: null,
 });
 
 /** An item settled without an attempt (skipped as unsafe, its letter gone), with the reason as its error. */
@@ -57,4 +63,22 @@ export const notSent = (deadLetterId: string, outcome: "failed" | "skipped_unsaf
   touchLast: true,
   delayMs: 0,
   forced,
+  evidence: null,
 });
+
+/** One attempt as the API answers it (GET /api/v1/dead-letters/{id}/attempts). */
+export type ReplayAttempt = {
+  id: string;
+  replayId: string;
+  /** 1-based, per replay. */
+  attempt: number;
+  at: string;
+  destination: string;
+  status: number | null;
+  latencyMs: number;
+  /** The first 2 KiB of the answer as text (UTF-8, invalid bytes as U+FFFD), null without an answer. */
+  responseBody: string | null;
+  error: string | null;
+  /** What the attempt led to. */
+  outcome: "delivered" | "retry" | "failed" | "cancelled";
+};

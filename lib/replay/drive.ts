@@ -137,6 +137,7 @@ export async function driveReplay(r: ReplayRow, o: DriveOptions): Promise<void> 
     const target = feed.target!;
     let result: SendResult;
     const attempt = { replayId: r.id, deadLetterId: item.deadLetterId, eventId: item.eventId, attempt: item.attempts + 1 };
+    const at = new Date();
     try {
       const headers = replayHeaders({ eventId: item.eventId, replayId: r.id, contentType: item.contentType, body: item.body, secret: target.secrets });
       const timeout = withTimeout(o.signal, o.timeoutMs);
@@ -159,6 +160,7 @@ export async function driveReplay(r: ReplayRow, o: DriveOptions): Promise<void> 
       touchLast: next.countsAsAttempt,
       delayMs: next.outcome === "retry" && next.countsAsAttempt ? backoffMs(item.attempts + 1) : 0,
       forced,
+      evidence: next.countsAsAttempt ? { at, destination: target.url, latencyMs: result.latencyMs, responseBody: result.responseBody } : null,
     };
   }
 
@@ -364,7 +366,10 @@ class Feed {
       return target;
     } catch (err) {
       if (!(err instanceof KeywardError) || err.status !== 409) throw err;
-      const paused = await execute("UPDATE replays SET status = 'paused', worker = NULL WHERE id = $1 AND status = 'running'", [r.id]);
+      const paused = await execute(
+        "UPDATE replays SET status = 'paused', worker = NULL, last_error = $2, last_error_at = now() WHERE id = $1 AND status = 'running'",
+        [r.id, `paused: ${err.message}`],
+      );
       if (!paused) return null; // paused or cancelled meanwhile: nothing to record
       await recordAction(WORKER_ACTOR, {
         action: "replay.pause",

@@ -53,7 +53,7 @@ const itemOf = (c: Classified): PreflightItem => ({
 });
 
 /** Classifies and stores; 404 for an unknown source, 422 on bad input. */
-export async function createPreflight(input: unknown, actor: Principal): Promise<Preflight> {
+export async function createPreflight(input: unknown, actor: Principal, options: { retryOf?: string } = {}): Promise<Preflight> {
   const r = parseOrThrow(preflightRequest, input);
   const source = await getSource(r.source);
   const windowSeconds = r.replayWindowSeconds ?? source.replaySeconds;
@@ -72,7 +72,7 @@ export async function createPreflight(input: unknown, actor: Principal): Promise
   const validUntil = new Date(createdAt.getTime() + PREFLIGHT_VALID_SECONDS * 1000);
   const id = await prisma().$transaction(async (tx) => {
     const pf = await tx.replayPreflight.create({
-      data: { source: source.name, createdAt, validUntil, windowSeconds, createdBy: actorOf(actor), truncated },
+      data: { source: source.name, createdAt, validUntil, windowSeconds, createdBy: actorOf(actor), truncated, retryOf: options.retryOf ?? null },
     });
     await tx.replayPreflightItem.createMany({
       data: classified.map((c, seq) => ({
@@ -115,6 +115,7 @@ export async function getPreflight(id: string): Promise<Preflight> {
     windowSeconds: pf.windowSeconds,
     extendedAt: pf.extendedAt?.toISOString() ?? null,
     truncated: pf.truncated,
+    retryOf: pf.retryOf,
     counts: countCategories(list),
     items: list,
   };

@@ -17,6 +17,8 @@ import { UUID_RE } from "../deadletters/list";
 import { replayTarget } from "../sources/signing-secret";
 import { staleError } from "./preflight";
 import { wakeReplayWorkers } from "./wake";
+import { replayHealth } from "./health";
+import { loadEnv } from "../config/env";
 import {
   idempotencyKey,
   listReplaysQuery,
@@ -196,11 +198,18 @@ type ReplayRow = {
   total: number;
   destination: string | null;
   counts: Partial<Record<Outcome, number>> | null;
+  running_since: Date;
+  last_settled_at: Date | null;
+  consecutive_failures: number;
+  last_error: string | null;
+  last_error_at: Date | null;
+  db_now: Date;
 };
 
 const SUMMARY_SQL = `
 SELECT r.id, r.source, r.status, r.preflight_id, r.include, r.forced, r.force_reason, r.rate_per_second, r.concurrency,
        r.created_by, r.created_at, r.finished_at, r.total, r.destination,
+       r.running_since, r.last_settled_at, r.consecutive_failures, r.last_error, r.last_error_at, now() AS db_now,
        (SELECT jsonb_object_agg(outcome, n) FROM (SELECT outcome, count(*)::int AS n FROM replay_items WHERE replay_id = r.id GROUP BY outcome) c) AS counts
 FROM replays r`;
 
@@ -222,6 +231,19 @@ function toSummary(r: ReplayRow): ReplaySummary {
     total: r.total,
     destination: r.destination,
     counts,
+    health: replayHealth(
+      {
+        status: r.status,
+        ratePerSecond: r.rate_per_second,
+        runningSince: r.running_since,
+        lastSettledAt: r.last_settled_at,
+        consecutiveFailures: r.consecutive_failures,
+        lastError: r.last_error,
+        lastErrorAt: r.last_error_at,
+      },
+      r.db_now,
+      loadEnv().KEYWARD_REPLAY_TIMEOUT_MS,
+    ),
   };
 }
 
@@ -320,7 +342,11 @@ export async function changeReplay(id: string, action: keyof typeof TRANSITIONS,
       throw KeywardError.conflict("invalid_state", `cannot ${action} a ${row.status} replay (only ${t.from.join(" or ")})`);
     }
     await tx.$executeRawUnsafe(
-      `UPDATE replays SET status = $2, finished_at = CASE WHEN $2 = 'cancelled' THEN now() END WHERE id = $1::uuid`,
+      // A resume starts the health clock again: a paused time is no stall, earlier failures no streak.
+      `UPDATE replays SET status = $2, finished_at = CASE WHEN $2 = 'cancelled' THEN now() END,
+              running_since = CASE WHEN $2 = 'running' THEN now() ELSE running_since END,
+              consecutive_failures = CASE WHEN $2 = 'running' THEN 0 ELSE consecutive_failures END
+       WHERE id = $1::uuid`,
       id,
       t.to,
     );

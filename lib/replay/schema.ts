@@ -6,6 +6,7 @@
 import { z } from "zod";
 import { sourceName } from "../claims/schema";
 import { instant, storableText } from "../http/fields";
+import type { ReplayHealth } from "./health";
 
 export const CATEGORIES = ["alive", "expiring", "expired_processed", "never_processed", "in_flight"] as const;
 export const category = z.enum(CATEGORIES);
@@ -60,6 +61,8 @@ export type Preflight = {
   extendedAt: string | null;
   /** True when the filter selected more than MAX_PREFLIGHT_ITEMS pending letters (the oldest failures were taken). */
   truncated: boolean;
+  /** The finished replay whose failed items this preflight retries (POST /api/v1/replays/{id}/retry-failed), else null. */
+  retryOf: string | null;
   counts: PreflightCounts;
   items: PreflightItem[];
 };
@@ -113,6 +116,8 @@ export type ReplaySummary = {
   /** Where the executor sends this replay's items now (the source's destination, read at each batch); null before its first batch. */
   destination: string | null;
   counts: Record<Outcome, number>;
+  /** ok, stalled or failing, computed when read (lib/replay/health.ts), with the latest failure. */
+  health: ReplayHealth;
 };
 
 export type ReplayItemResult = {

@@ -86,8 +86,33 @@ export class SettleQueue {
   }
 }
 
-/** SETTLE_BATCH_SQL's parameters: the replay, the actor, the worker, then one array per column. */
+/**
+ * What a batch of results does to the replay's health, in the order the results came: whether one was a
+ * delivery (the failure streak ends), the failed attempts after the last delivery, and the latest failure.
+ * Pure.
+ */
+export function healthOf(batch: readonly ItemResult[]): { delivered: boolean; failuresAfter: number; lastError: string | null; lastErrorAt: Date | null } {
+  let delivered = false;
+  let failuresAfter = 0;
+  let lastError: string | null = null;
+  let lastErrorAt: Date | null = null;
+  for (const r of batch) {
+    if (!r.attempt) continue;
+    if (r.outcome === "delivered") {
+      delivered = true;
+      failuresAfter = 0;
+    } else {
+      failuresAfter++;
+      lastError = r.error;
+      lastErrorAt = r.evidence?.at ?? null;
+    }
+  }
+  return { delivered, failuresAfter, lastError, lastErrorAt };
+}
+
+/** SETTLE_BATCH_SQL's parameters: the replay, the actor, the worker, one array per column, the health. */
 export function settleParams(o: Pick<SettleQueueOptions, "replayId" | "workerId" | "actor">, batch: readonly ItemResult[]): unknown[] {
+  const h = healthOf(batch);
   return [
     o.replayId,
     o.actor,
@@ -100,5 +125,13 @@ export function settleParams(o: Pick<SettleQueueOptions, "replayId" | "workerId"
     batch.map((r) => r.touchLast),
     batch.map((r) => r.delayMs),
     batch.map((r) => r.forced),
+    batch.map((r) => r.evidence?.at ?? null),
+    batch.map((r) => r.evidence?.destination ?? null),
+    batch.map((r) => r.evidence?.latencyMs ?? null),
+    batch.map((r) => r.evidence?.responseBody ?? null),
+    h.delivered,
+    h.failuresAfter,
+    h.lastError,
+    h.lastErrorAt,
   ];
 }

@@ -91,18 +91,22 @@ ORDER BY l.seq`,
 /**
  * Raw SQL (one round trip per batch of results, instead of one per item): records the results of several
  * items at once, each only while this worker ($3) still holds the item's lease, so a result is never
- * written twice. Per item ($4…): outcome delivered | failed | skipped_unsafe | retry (a retry goes back to
- * pending after delay_ms, or becomes cancelled when the replay was cancelled meanwhile), whether it was
- * an attempt, and the HTTP status and error of that same attempt (touch_last false: leave the item's
- * last status and error as they were, for a delivery our own stop interrupted). Final outcomes settle the
- * dead letter and append the audit `replayed` row ($2 = actor) in this same statement.
+ * written twice. Per item ($4…$15): outcome delivered | failed | skipped_unsafe | retry (a retry goes back
+ * to pending after delay_ms, or becomes cancelled when the replay was cancelled meanwhile), whether it was
+ * an attempt, and the HTTP status and error of that same attempt (touch_last false: leave the item's last
+ * status and error as they were, for an item given back unsent), and the attempt's evidence. In this same
+ * statement: final outcomes settle the dead letter (its last status and error from the same attempt) and
+ * append the audit `replayed` row ($2 = actor); each attempt is kept in replay_attempts; the replay's
+ * health is updated ($16 a delivery in this batch, $17 failed attempts after the last delivery, $18/$19 the
+ * latest failure).
  */
 export const SETTLE_BATCH_SQL: PreparedSql = {
   name: "keyward_replay_settle_batch",
   text: `
 WITH u AS (
-  SELECT * FROM unnest($4::uuid[], $5::text[], $6::int[], $7::int[], $8::text[], $9::boolean[], $10::float8[], $11::boolean[])
-    AS u(dead_letter_id, outcome, counted, status, error, touch_last, delay_ms, forced)),
+  SELECT * FROM unnest($4::uuid[], $5::text[], $6::int[], $7::int[], $8::text[], $9::boolean[], $10::float8[], $11::boolean[],
+                       $12::timestamptz[], $13::text[], $14::int[], $15::text[])
+    AS u(dead_letter_id, outcome, counted, status, error, touch_last, delay_ms, forced, at, destination, latency_ms, response_body)),
 dec AS (
   SELECT u.*, CASE WHEN u.outcome <> 'retry' THEN u.outcome
                    WHEN (SELECT status FROM replays WHERE id = $1::uuid) = 'cancelled' THEN 'cancelled'
@@ -118,20 +122,34 @@ it AS (
       lease_until = NULL, leased_by = NULL
   FROM dec
   WHERE i.replay_id = $1::uuid AND i.dead_letter_id = dec.dead_letter_id AND i.outcome = 'delivering' AND i.leased_by = $3
-  RETURNING i.replay_id, i.dead_letter_id, i.outcome, i.attempts, i.last_status, i.last_error, dec.forced),
+  RETURNING i.replay_id, i.dead_letter_id, i.outcome, i.attempts, i.last_status, i.last_error,
+            dec.forced, dec.counted, dec.at, dec.destination, dec.latency_ms, dec.response_body),
 dl AS (
   UPDATE dead_letters d
   SET status = CASE WHEN it.outcome = 'delivered' THEN 'delivered' ELSE 'pending' END,
       settled_at = CASE WHEN it.outcome = 'delivered' THEN now() END,
-      last_replay_error = CASE WHEN it.outcome = 'delivered' THEN NULL ELSE it.last_error END
+      last_replay_error = CASE WHEN it.outcome = 'delivered' THEN NULL ELSE it.last_error END,
+      last_replay_status = CASE WHEN it.outcome = 'delivered' THEN NULL ELSE it.last_status END
   FROM it WHERE d.id = it.dead_letter_id AND it.outcome <> 'pending' AND d.status = 'replaying'),
+attempts AS (
+  INSERT INTO replay_attempts (replay_id, dead_letter_id, attempt, at, destination, status, latency_ms, response_body, error, outcome)
+  SELECT it.replay_id, it.dead_letter_id, it.attempts, it.at, it.destination, it.last_status, it.latency_ms, it.response_body, it.last_error,
+         CASE WHEN it.outcome = 'pending' THEN 'retry' ELSE it.outcome END
+  FROM it WHERE it.counted = 1),
 audited AS (
   INSERT INTO audit_events (source, event_id, event_type, kind, actor, detail)
   SELECT d.source, d.event_id, d.event_type, 'replayed', $2,
          jsonb_strip_nulls(jsonb_build_object('replayId', it.replay_id, 'deadLetterId', it.dead_letter_id, 'outcome', it.outcome,
                                               'attempts', it.attempts, 'status', it.last_status, 'error', it.last_error,
                                               'forced', CASE WHEN it.forced THEN true END))
-  FROM it JOIN dead_letters d ON d.id = it.dead_letter_id WHERE it.outcome <> 'pending')
+  FROM it JOIN dead_letters d ON d.id = it.dead_letter_id WHERE it.outcome <> 'pending'),
+health AS (
+  UPDATE replays
+  SET last_settled_at = now(),
+      consecutive_failures = CASE WHEN $16::boolean THEN 0 ELSE consecutive_failures END + $17::int,
+      last_error = coalesce($18::text, last_error),
+      last_error_at = CASE WHEN $18::text IS NULL THEN last_error_at ELSE $19::timestamptz END
+  WHERE id = $1::uuid AND EXISTS (SELECT 1 FROM it))
 SELECT count(*)::int AS n FROM it`,
 };
 

@@ -1,0 +1,11 @@
+/**
+ * POST /api/v1/dead-letters/resolve — mark pending dead letters resolved (handled outside Keyward;
+ * operators), by `{ ids }` or `{ filter }` as discard, `reason` optional, `expectedCount` for a filter
+ * matching more than 100: 200 { resolved, ids, skipped }. Logged as dead_letter.resolve.
+ */
+import { resolveDeadLetters } from "@/lib/deadletters/bulk";
+import { json, readJson, route } from "@/lib/http/route";
+
+export const POST = route(async ({ req, principal }) => json(await resolveDeadLetters(await readJson(req), principal)), {
+  allow: ["operator"],
+});
