@@ -33,7 +33,7 @@ import { HEARTBEAT_SQL, LEASE_BATCH_SQL, RELEASE_REPLAY_SQL, COMPLETE_SQL, type 
 
 export const BATCH_MAX = 100;
 /** The re-check's facts are read again when older than this at a send (far inside SEND_MARGIN_SECONDS). */
-export const RECHECK_MAX_AGE_MS = 1000;
+export const RECHECK_MAX_AGE_MS = 500;
 export const WORKER_ACTOR = "system:replay-worker";
 
 /** Items leased per batch: about half a second of sends, at least one per concurrency slot. Pure. */
@@ -287,8 +287,10 @@ class Feed {
 
   /** The re-check's facts for `item` at this moment: read again (with every waiting item's) when too old. */
   async fresh(item: Leased): Promise<{ key?: KeyFact; fact?: AuditFact; now: Date }> {
-    while (performance.now() - item.facts.at > this.maxAgeMs) {
-      await (this.rechecking ??= this.recheck(item).finally(() => (this.rechecking = null)));
+    const old = item.facts;
+    if (performance.now() - old.at > this.maxAgeMs) {
+      // A read under way for other items may not cover this one: then one more, which does.
+      while (item.facts === old) await (this.rechecking ??= this.recheck(item).finally(() => (this.rechecking = null)));
     }
     const f = item.facts;
     return { key: f.key, fact: f.fact, now: new Date(f.now.getTime() + (performance.now() - f.at)) };

@@ -163,6 +163,42 @@ describe("the executor", () => {
     expect(dl.last_replay_error).toMatch(/unsafe/);
   });
 
+  it("batched re-check: a key that turns unsafe after its batch was leased, just before its send, is skipped", async () => {
+    const { source, rx, events } = await setup(3, 3);
+    const pf = await createPreflight({ source }, ACTOR);
+    const { replayId } = await startReplay({ preflightId: pf.preflightId, include: ["alive"], ratePerSecond: 200, concurrency: 1 }, uniq("k"), ACTOR);
+    // While the first is being delivered (the whole batch is leased by then), the others' keys lapse.
+    let first: string | undefined;
+    rx.onRequest = async (id) => {
+      if (first) return;
+      first = id;
+      for (const e of events) if (e !== id) await setKeyExpiry(source, e, -1);
+    };
+    worker({ recheckMaxAgeMs: 0 }); // every send re-reads its facts
+    await until("completion", async () => (await getReplay(replayId)).status === "completed");
+    const byEvent = Object.fromEntries((await getReplay(replayId)).items.map((i) => [i.eventId, i.outcome]));
+    expect(byEvent).toEqual(Object.fromEntries(events.map((e) => [e, e === first ? "delivered" : "skipped_unsafe"])));
+    expect(rx.requests).toBe(1);
+  });
+
+  it("batched re-check: facts older than RECHECK_MAX_AGE_MS (500 ms) at a send are read again (a slow delivery before it)", async () => {
+    const { source, rx, events } = await setup(3, 3);
+    const pf = await createPreflight({ source }, ACTOR);
+    const { replayId } = await startReplay({ preflightId: pf.preflightId, include: ["alive"], ratePerSecond: 200, concurrency: 1 }, uniq("k"), ACTOR);
+    let first: string | undefined;
+    rx.onRequest = async (id) => {
+      if (first) return;
+      first = id;
+      for (const e of events) if (e !== id) await setKeyExpiry(source, e, -1);
+      await new Promise((r) => setTimeout(r, 1500)); // longer than RECHECK_MAX_AGE_MS
+    };
+    worker();
+    await until("completion", async () => (await getReplay(replayId)).status === "completed");
+    const byEvent = Object.fromEntries((await getReplay(replayId)).items.map((i) => [i.eventId, i.outcome]));
+    expect(byEvent).toEqual(Object.fromEntries(events.map((e) => [e, e === first ? "delivered" : "skipped_unsafe"])));
+    expect(rx.requests).toBe(1);
+  });
+
   it("a worker stopped mid-replay loses nothing: its items go back, another worker finishes, nothing processed twice", async () => {
     const { source, rx, events } = await setup(20, 0);
     const pf = await createPreflight({ source }, ACTOR);
