@@ -90,6 +90,11 @@ describe("every route under app/api declares who may call it", () => {
       "POST /api/v1/replays/[id]/resume",
       "POST /api/v1/replays/[id]/cancel",
       "POST /api/v1/sources/[name]/signing-secret",
+      // Replay operations (issue 13 §8-12): retry failed, per-attempt evidence, discard and resolve.
+      "POST /api/v1/replays/[id]/retry-failed",
+      "GET /api/v1/dead-letters/[id]/attempts",
+      "POST /api/v1/dead-letters/discard",
+      "POST /api/v1/dead-letters/resolve",
     ]) {
       expect(exportsFound.map(label)).toContain(r);
     }
