@@ -21,7 +21,8 @@ import os from "node:os";
 import { randomBytes } from "node:crypto";
 import { loadEnv } from "../config/env";
 import { query } from "../db/sql";
-import { driveReplay, WORKER_ACTOR, type ReplayRow } from "./drive";
+import { driveReplay } from "./drive";
+import { WORKER_ACTOR, type ReplayRow } from "./feed";
 import { CANCEL_ITEMS_SQL } from "./replays";
 import { onReplayWake } from "./wake";
 import { CANCELLED_LEFTOVERS_SQL, TAKE_REPLAYS_SQL } from "./worker-sql";
@@ -35,7 +36,7 @@ export type WorkerOptions = {
   leaseSeconds?: number;
   /** Per-delivery timeout (default KEYWARD_REPLAY_TIMEOUT_MS). */
   timeoutMs?: number;
-  /** How old the pre-send re-check's facts may be at a send (default drive.ts RECHECK_MAX_AGE_MS). */
+  /** How old the pre-send re-check's facts may be at a send (default feed.ts RECHECK_MAX_AGE_MS). */
   recheckMaxAgeMs?: number;
   workerId?: string;
   log?: (msg: string) => void;

@@ -1,5 +1,5 @@
 /**
- * The replay worker's statements (executor.ts, drive.ts, settle-queue.ts). Hand-written SQL, not Prisma:
+ * The replay worker's statements (executor.ts, feed.ts, drive.ts, settle-queue.ts). Hand-written SQL, not Prisma:
  * each one leases, settles or audits a whole batch in one round trip (`FOR UPDATE SKIP LOCKED`, data-
  * modifying CTEs, `unnest` of arrays), which Prisma's query API cannot express; docs/benchmarks.md
  * ("Re-drive throughput") shows what the round trips cost. The hot ones are prepared (PreparedSql).

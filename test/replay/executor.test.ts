@@ -14,7 +14,7 @@ import { createPreflight } from "../../lib/replay/preflight";
 import { getReplay, startReplay } from "../../lib/replay/replays";
 import { startReplayWorker, type ReplayWorker } from "../../lib/replay/executor";
 import { afterAttempt } from "../../lib/replay/attempts";
-import { batchSize } from "../../lib/replay/drive";
+import { batchSize } from "../../lib/replay/feed";
 import { makeSource, sql, uniq } from "../setup/db";
 import { readyForReplay, seedDeadLetters, setKeyExpiry } from "../setup/replay";
 
