@@ -162,10 +162,13 @@ export async function getDeadLetter(id: string, db: Db = database()): Promise<De
       origin_exchange: string | null;
       origin_routing_key: string | null;
       unidentified_reason: string | null;
+      last_replay_status: number | null;
+      settled_by: string | null;
+      settle_reason: string | null;
     }
   >(
     `SELECT ${COLUMNS}, d.payload, d.content_type, d.last_replay_error, d.inlet_id, d.origin_exchange, d.origin_routing_key,
-            d.unidentified_reason
+            d.unidentified_reason, d.last_replay_status, d.settled_by, d.settle_reason
      FROM dead_letters d ${KEY_JOIN} WHERE d.id = $1`,
     [id],
   );
@@ -188,5 +191,8 @@ export async function getDeadLetter(id: string, db: Db = database()): Promise<De
         ? { inletId: row.inlet_id, exchange: row.origin_exchange, routingKey: row.origin_routing_key }
         : null,
     unidentifiedReason: row.unidentified_reason,
+    lastReplayStatus: row.last_replay_status,
+    settledBy: row.settled_by,
+    settleReason: row.settle_reason,
   };
 }

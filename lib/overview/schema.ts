@@ -85,6 +85,8 @@ export const overviewSchema = z.object({
   /** The sampler's newest sample (sizes, row estimate, backlog), or null before the first one. */
   latestSample: metricSampleSchema.nullable(),
   totals: z.object({ sources: count, keys: keyCountsSchema, lastHour: claimCountsSchema }),
+  /** Running replays, and how many of them are unhealthy (stalled or failing: lib/replay/health.ts). */
+  replays: z.object({ running: count, unhealthy: count, stalled: count, failing: count }),
   /** One entry per configured source, by name. */
   sources: z.array(sourceOverviewSchema),
   /** The RabbitMQ inlets (by source, then creation); always sent by the server. */

@@ -73,6 +73,7 @@ const preflight = (c: Partial<PreflightCounts>, extendedAt: string | null = null
   windowSeconds: 3600,
   extendedAt,
   truncated: false,
+  retryOf: null,
   counts: counts(c),
   items: [],
 });
