@@ -98,12 +98,17 @@ LEFT JOIN leased l ON l.source = s.name
 LEFT JOIN claims n ON n.source = s.name
 ORDER BY s.name`;
 
+/** The unhealthy replays the Overview names one by one (the counts cover all). */
+const MAX_UNHEALTHY_LISTED = 10;
+
 /** Running replays with what their health is computed from (few rows: the replays_running_idx partial index). */
 const RUNNING_REPLAYS_SQL = `
-SELECT rate_per_second, running_since, last_settled_at, consecutive_failures, last_error, last_error_at, now() AS db_now
-FROM replays WHERE status = 'running'`;
+SELECT id, source, rate_per_second, running_since, last_settled_at, consecutive_failures, last_error, last_error_at, now() AS db_now
+FROM replays WHERE status = 'running' ORDER BY created_at, id`;
 
 type RunningReplayRow = {
+  id: string;
+  source: string;
   rate_per_second: number;
   running_since: Date;
   last_settled_at: Date | null;
@@ -117,9 +122,9 @@ type RunningReplayRow = {
 async function replayHealthCounts(on?: Queryable): Promise<Overview["replays"]> {
   const rows = await query<RunningReplayRow>(RUNNING_REPLAYS_SQL, [], on);
   const timeoutMs = loadEnv().KEYWARD_REPLAY_TIMEOUT_MS;
-  const states = rows.map(
-    (r) =>
-      replayHealth(
+  const healths = rows.map((r) => ({
+    r,
+    h: replayHealth(
         {
           status: "running",
           ratePerSecond: r.rate_per_second,
@@ -131,11 +136,15 @@ async function replayHealthCounts(on?: Queryable): Promise<Overview["replays"]> 
         },
         r.db_now,
         timeoutMs,
-      ).state,
-  );
-  const stalled = states.filter((s) => s === "stalled").length;
-  const failing = states.filter((s) => s === "failing").length;
-  return { running: rows.length, unhealthy: stalled + failing, stalled, failing };
+      ),
+  }));
+  const stalled = healths.filter(({ h }) => h.state === "stalled").length;
+  const failing = healths.filter(({ h }) => h.state === "failing").length;
+  const unhealthyItems = healths
+    .filter(({ h }) => h.state !== "ok")
+    .slice(0, MAX_UNHEALTHY_LISTED)
+    .map(({ r, h }) => ({ id: r.id, source: r.source, state: h.state as "stalled" | "failing", reason: h.reason, lastError: h.lastError, lastErrorAt: h.lastErrorAt }));
+  return { running: rows.length, unhealthy: stalled + failing, stalled, failing, unhealthyItems };
 }
 
 export async function getOverview(on?: Queryable, options: { countLimit?: number } = {}): Promise<Overview> {
