@@ -157,6 +157,9 @@ export function keyRiskHeadline(risk: { expired: number; expiringSoon: number })
 // ---------------------------------------------------------------------------------------------------
 // Filters
 
+/** The statuses the list filters by (lib/deadletters/schema.ts DEAD_LETTER_STATUSES; a copy of the names only, so the schema module's parser stays off the client). */
+export const FILTER_STATUSES: readonly DeadLetterStatus[] = ["pending", "replaying", "delivered", "unidentified", "discarded", "resolved"];
+
 export type DeadLetterFilters = {
   source?: string;
   /** ISO instants. */
@@ -175,6 +178,33 @@ export function filterParams(filters: DeadLetterFilters, extra: Record<string, s
   }
   for (const [k, v] of Object.entries(extra)) params.set(k, v);
   return params;
+}
+
+/**
+ * The filters a shareable URL carries (/replay?source=stripe&status=pending&from=…): the same names as
+ * filterParams writes; a value that is not one the list takes (an unknown status, an instant that does
+ * not parse) is left out rather than sent to be refused.
+ */
+export function filtersFromParams(params: Record<string, string | string[] | undefined>): DeadLetterFilters {
+  const one = (k: string) => {
+    const v = params[k];
+    const s = Array.isArray(v) ? v[v.length - 1] : v;
+    return s && s.trim() ? s : undefined;
+  };
+  const instant = (k: string) => {
+    const v = one(k);
+    return v && !Number.isNaN(Date.parse(v)) ? v : undefined;
+  };
+  const status = one("status");
+  const f: DeadLetterFilters = {
+    source: one("source"),
+    from: instant("from"),
+    to: instant("to"),
+    errorContains: one("errorContains"),
+    status: status && (FILTER_STATUSES as readonly string[]).includes(status) ? (status as DeadLetterStatus) : undefined,
+  };
+  for (const k of Object.keys(f) as (keyof DeadLetterFilters)[]) if (f[k] === undefined) delete f[k];
+  return f;
 }
 
 export function hasFilters(f: DeadLetterFilters): boolean {
