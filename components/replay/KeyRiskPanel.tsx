@@ -11,9 +11,9 @@ import type { DeadLetterList } from "@/lib/deadletters/schema";
 import { Table } from "@/components/ui/Table";
 
 /**
- * The warning: pending dead letters whose keys already expired or expire within 24 h, soonest first. A
- * replay of one with an expired key may process it twice; one expiring soon must be replayed (or its key
- * extended) before then. Nothing shows while no key is at risk.
+ * The warning: pending dead letters that were processed and have no live key any more, or whose key
+ * expires within 24 h, soonest first. Collapsed to its headline (open it for the table), so the dead
+ * letters below stay in view. Nothing shows while no key is at risk.
  */
 export function KeyRiskPanel({ source }: { source: string | undefined }) {
   const now = useNow(30_000);
@@ -31,13 +31,17 @@ function KeyRisks({ data, now }: { data: DeadLetterList; now: number }) {
   const risks = keysAtRisk(data.items, now);
   const atRisk = data.counts.keyRisk.expired + data.counts.keyRisk.expiringSoon;
   return (
-    <section className="callout callout--warn" aria-labelledby="key-risk-title">
-      <h2 className="callout__title" id="key-risk-title">
-        Keys at risk
-      </h2>
+    <details className="callout callout--warn" aria-labelledby="key-risk-title" data-testid="key-risk">
+      <summary>
+        <h2 className="callout__title" id="key-risk-title" style={{ display: "inline" }}>
+          Keys at risk
+        </h2>{" "}
+        <span className="callout__body">{headline}</span>
+      </summary>
       <p className="callout__body">
-        {headline} Without a live key nothing stops a duplicate: the preflight shows which of these were processed before.
-        Replay the ones still protected (or extend their keys in the wizard) before their keys expire.
+        These events were processed before and have no live key any more (a replay would process them again), or their key
+        expires within 24 h. Dead letters never processed are safe to replay and not counted. Replay the ones still protected
+        (or extend their keys in the wizard) before their keys expire.
       </p>
       {risks.length > 0 && (
         <Table caption="Keys at risk, soonest first" columns={["Event", "Source", "Key", "Failed"]}>
@@ -54,6 +58,6 @@ function KeyRisks({ data, now }: { data: DeadLetterList; now: number }) {
         </Table>
       )}
       {atRisk > risks.length && <p className="muted small">Showing the {risks.length} soonest of {atRisk}.</p>}
-    </section>
+    </details>
   );
 }

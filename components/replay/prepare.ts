@@ -112,9 +112,9 @@ export type KeyRisk = { item: DeadLetter; expired: boolean; msLeft: number | nul
 
 /**
  * Pending dead letters whose key already expired or expires within `horizonMs` (24 h): the ones a replay
- * could process twice, or soon could. "No live key" (state `none`) counts as expired: the key may have
- * been pruned after it expired, or the event was never claimed; only the preflight can tell (the server's
- * keyRisk.expired counts them the same way). Soonest first: no known expiry, then the earliest expiry
+ * could process twice, or soon could. Without a live key (expired, or `none`: pruned after it expired)
+ * only letters the audit history says were processed count (`key.processed`; never-claimed or released
+ * ones are safe to replay), as the server's keyRisk.expired counts them. Soonest first: no known expiry, then the earliest expiry
  * (already past before still to come); ties by the older failure.
  */
 export function keysAtRisk(items: readonly DeadLetter[], nowMs: number, horizonMs = DAY_MS): KeyRisk[] {
@@ -122,6 +122,9 @@ export function keysAtRisk(items: readonly DeadLetter[], nowMs: number, horizonM
   for (const item of items) {
     if (item.status !== "pending") continue;
     const at = item.key.expiresAt ? Date.parse(item.key.expiresAt) : null;
+    const live = item.key.state !== "none" && item.key.state !== "expired" && (at === null || at > nowMs);
+    // Without a live key only a processed event is at risk: replaying a never-processed one is safe.
+    if (!live && !item.key.processed) continue;
     if (item.key.state === "none") {
       risks.push({ item, expired: true, msLeft: null, label: "no live key" });
       continue;
@@ -148,7 +151,7 @@ export function describeExpiry(atMs: number | null, nowMs: number): string {
 /** The headline of the warning panel, from the server's counts (over all pending dead letters matching). */
 export function keyRiskHeadline(risk: { expired: number; expiringSoon: number }): string | null {
   const parts: string[] = [];
-  if (risk.expired > 0) parts.push(`${formatCount(risk.expired)} with no live key (expired, or never claimed)`);
+  if (risk.expired > 0) parts.push(`${formatCount(risk.expired)} processed before and no live key any more`);
   if (risk.expiringSoon > 0) parts.push(`${formatCount(risk.expiringSoon)} whose ${risk.expiringSoon === 1 ? "key expires" : "keys expire"} within 24 h`);
   if (parts.length === 0) return null;
   return `Pending dead letters at risk: ${parts.join(", ")}.`;

@@ -145,7 +145,11 @@ export type DeadLetter = {
   status: DeadLetterStatus;
   receivedAt: string;
   settledAt: string | null;
-  key: { state: KeyStateName; expiresAt: string | null };
+  /**
+   * The event's dedup key now; `processed`: without a live key, whether the audit history says the event
+   * was processed (a replay could then process it twice); false while a key lives.
+   */
+  key: { state: KeyStateName; expiresAt: string | null; processed: boolean };
 };
 
 /**
@@ -233,7 +237,10 @@ export type DeadLetterList = {
     total: number;
     bySource: { source: string; count: number }[];
     byError: { error: string; count: number }[];
-    /** Pending letters (within the filters) with no live key, and with a key expiring within 24 h. */
+    /**
+     * Pending letters (within the filters) whose replay could process them twice: no live key and processed
+     * by the audit history (never-processed ones are safe and not counted), and those with a key expiring within 24 h.
+     */
     keyRisk: { expired: number; expiringSoon: number };
   };
 };

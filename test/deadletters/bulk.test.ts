@@ -19,7 +19,8 @@ import { createPreflight } from "../../lib/replay/preflight";
 import { startReplay } from "../../lib/replay/replays";
 import { makeSource, sql, uniq } from "../setup/db";
 import { makeApiKey } from "../setup/http";
-import { readyForReplay, seedDeadLetters } from "../setup/replay";
+import { readyForReplay, seedDeadLetters, setKeyExpiry } from "../setup/replay";
+import { claimEvent } from "../../lib/claims/claim";
 
 type Handler = (req: Request, ctx?: { params: Promise<Record<string, string>> }) => Promise<Response>;
 async function call(handler: Handler, key: string, path: string, body?: unknown, params: Record<string, string> = {}) {
@@ -154,9 +155,15 @@ describe("discard and resolve", () => {
   it("discarded and resolved letters leave replay selection and keys at risk; retention prunes them", async () => {
     const operator = (await makeApiKey(["operator"])).key;
     const source = await makeSource();
-    const [keep, gone, done] = await seedDeadLetters(source, [`keep-${uniq()}`, `gone-${uniq()}`, `done-${uniq()}`]);
+    const events = [`keep-${uniq()}`, `gone-${uniq()}`, `done-${uniq()}`];
+    // Processed once, their keys expired since: each is at risk (a replay would process it again).
+    for (const e of events) {
+      await claimEvent({ source, eventId: e, eventType: "t" });
+      await setKeyExpiry(source, e, -30);
+    }
+    const [keep, gone, done] = await seedDeadLetters(source, events);
     const risk = async () => (await call(listRoute, operator, `/api/v1/dead-letters?source=${source}`)).body.counts.keyRisk.expired;
-    expect(await risk()).toBe(3); // never claimed: no live key
+    expect(await risk()).toBe(3);
     await call(discardRoute, operator, "/api/v1/dead-letters/discard", { ids: [gone], reason: REASON });
     await call(resolveRoute, operator, "/api/v1/dead-letters/resolve", { ids: [done] });
     expect(await risk()).toBe(1);
