@@ -53,7 +53,7 @@ export function DeadLettersTable({
             <EventLink source={d.source} eventId={d.eventId} />
             <div className="muted small">
               {d.eventType} ·{" "}
-              <Link prefetch={false} href={`/dead-letters/${d.id}`} aria-label={`Dead letter of ${d.eventId}`}>
+              <Link prefetch={false} href={`/dead-letters/${d.id}`} title="This dead letter: payload, error, replay attempts">
                 details
               </Link>
             </div>
