@@ -74,7 +74,7 @@ async function replay(source: string, body: Record<string, unknown> = {}): Promi
     headers: { "idempotency-key": uniq("idem") },
     body: { preflightId: pf.body.preflightId, include: ["never_processed"], ...body },
   });
-  expect(started.status).toBe(201);
+  expect(started.status).toBe(202);
   return started.body.replayId;
 }
 
