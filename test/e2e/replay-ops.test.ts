@@ -148,6 +148,18 @@ describe("replay operations in Chromium", () => {
     const file = await download.path();
     expect((await readFile(file!)).toString("utf8")).toBe(payloadOf(events[0]));
 
+    // Many attempts: the first page, then Load more brings the rest (newest first).
+    await sql(
+      `INSERT INTO replay_attempts (replay_id, dead_letter_id, attempt, at, destination, status, latency_ms, response_body, error, outcome)
+       SELECT $1, $2, n, now() - make_interval(secs => 3600 - n), 'http://127.0.0.1:1/old', 503, 10, 'busy', 'HTTP 503 Service Unavailable: busy', 'retry'
+       FROM generate_series(1, 25) n`,
+      [id, ids[1]],
+    );
+    await goto(page, `/dead-letters/${ids[1]}`);
+    await expect.poll(() => page.getByTestId("attempt").count(), POLL).toBe(20);
+    await page.getByRole("button", { name: "Load more" }).click();
+    await expect.poll(() => page.getByTestId("attempt").count(), POLL).toBe(26);
+
     // §14: the event page tells the whole story and links the replay and the dead letter.
     await goto(page, `/events/${encodeURIComponent(source)}/${encodeURIComponent(events[0])}`);
     const headline = page.getByTestId("event-headline");
