@@ -5,7 +5,7 @@
  * (500/s, concurrency 32). Items/s achieved is compared with the configured rate and with a baseline:
  * lib/replay/deliver.ts's deliverOnce driven directly in a loop with the same RateLimiter, rate and
  * concurrency, no database, to the same receiver, so the difference is the executor's own overhead
- * (leasing, the key re-check, recording results). A third run per rate sends the same loop to a server
+ * (leasing, the key re-check, recording results: one statement per batch each, lib/replay/drive.ts). A third run per rate sends the same loop to a server
  * that answers 200 at once: what the machine's HTTP path allows, whatever the receiver does.
  *
  * Each configuration runs baseline, executor, baseline; the executor is compared with the mean of the
@@ -19,7 +19,8 @@ import os from "node:os";
 import { createApiKey } from "../lib/auth/api-keys";
 import { cliPrincipal } from "../lib/auth/principal";
 import { createUser, generatePassword } from "../lib/auth/users";
-import { deliverOnce, RateLimiter } from "../lib/replay/deliver";
+import { deliverOnce } from "../lib/replay/deliver";
+import { RateLimiter } from "../lib/replay/rate-limiter";
 import { createSource } from "../lib/sources/sources";
 import { startReceiver, type Receiver } from "../test/setup/receiver";
 import { startServer, type RunningServer } from "./server";
@@ -320,9 +321,9 @@ function reading(r: ReplayBenchResult): string {
       return (
         `- ${row.label}: the baseline, too, fell short of ${row.rate}/s (${base.toFixed(1)}/s): the receiver's path (one claim per event over ` +
         `HTTP to the same server) and the machine, not the rate limiter, set the pace; the executor reached ${(ex / base).toFixed(2)}× of it, ` +
-        `its own per-item database work (lease, key re-check, result) competing for the same cores.${bareNote}`
+        `its own database work (batched lease, key re-check and results) competing for the same cores.${bareNote}`
       );
-    return `- ${row.label}: the baseline held ${row.rate}/s but the executor reached ${ex.toFixed(1)}/s: its per-item database work is the limit here.`;
+    return `- ${row.label}: the baseline held ${row.rate}/s but the executor reached ${ex.toFixed(1)}/s: its database work (batched lease, key re-check and results) is the limit here.`;
   });
   return `\n${lines.join("\n")}`;
 }

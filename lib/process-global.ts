@@ -11,7 +11,7 @@
  * A value that is replaced or dropped later (a cache entry, a closed pool) goes in a box the module mutates:
  * `const slot = processGlobal("db", () => ({ current: undefined as Db | undefined }))`.
  *
- * Names in use: auth, claimCounts, db, dedupMode, namedStatements, prometheus, unavailableLog.
+ * Names in use: auth, claimCounts, db, dedupMode, namedStatements, prometheus, replayWakers, unavailableLog.
  */
 
 declare global {

@@ -50,10 +50,23 @@ export function EventPage({ source, eventId }: { source: string; eventId: string
         {(data) => (
           <>
             <Panel aria-label="Answer">
-              <p className={styles.sentence}>
+              <p className={styles.sentence} data-testid="event-headline">
                 <span className={`status ${FATE_CLASS[data.fate]}`}>{FATE_LABEL[data.fate]}</span>{" "}
-                <strong>{formatInstants(data.sentence, (iso) => formatDateTime(iso, true))}</strong>
+                <strong>{formatInstants(data.headline, (iso) => formatDateTime(iso, true))}</strong>
               </p>
+              {data.headline !== data.sentence && <p className="muted">{formatInstants(data.sentence, (iso) => formatDateTime(iso, true))}</p>}
+              {data.otherSources.length > 0 && (
+                <p className="warn-text" role="status" data-testid="other-sources">
+                  Not found under <span className="mono">{source}</span>, but this id exists under{" "}
+                  {data.otherSources.map((other, i) => (
+                    <span key={other}>
+                      {i > 0 && ", "}
+                      <Link href={`/events/${encodeURIComponent(other)}/${encodeURIComponent(eventId)}`}>{other}</Link>
+                    </span>
+                  ))}
+                  .
+                </p>
+              )}
               <dl className="detail-list">
                 <Fact label="Status now">{data.status ?? <span className="muted">no key</span>}</Fact>
                 <Fact label="Event type">{data.eventType ? <span className="mono">{data.eventType}</span> : <span className="muted">—</span>}</Fact>

@@ -1,3 +1,4 @@
+import Link from "next/link";
 import { formatDateTime } from "@/components/ui/format";
 import { isKnownKind, kindLabel } from "./prepare";
 import type { AuditRow } from "./queries";
@@ -39,7 +40,7 @@ export function EventTimeline({ rows }: { rows: AuditRow[] }) {
                 <div key={k} className="detail-list__item">
                   <dt>{k}</dt>
                   <dd>
-                    <pre className="detail-list__value">{typeof v === "string" ? v : JSON.stringify(v, null, 2)}</pre>
+                    <DetailValue name={k} value={v} />
                   </dd>
                 </div>
               ))}
@@ -49,4 +50,21 @@ export function EventTimeline({ rows }: { rows: AuditRow[] }) {
       ))}
     </ol>
   );
+}
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+/** Detail fields that name a page of their own: a replay, a dead letter. */
+const LINKED: Record<string, (id: string) => string> = { replayId: (id) => `/replays/${id}`, deadLetterId: (id) => `/dead-letters/${id}` };
+
+/** One detail value; a replay or dead-letter id links to its page. */
+function DetailValue({ name, value }: { name: string; value: unknown }) {
+  const link = LINKED[name];
+  if (link && typeof value === "string" && UUID.test(value)) {
+    return (
+      <Link className="mono" prefetch={false} href={link(value)}>
+        {value}
+      </Link>
+    );
+  }
+  return <pre className="detail-list__value">{typeof value === "string" ? value : JSON.stringify(value, null, 2)}</pre>;
 }

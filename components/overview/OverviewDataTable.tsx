@@ -8,6 +8,7 @@ import { NoSources } from "./NoSources";
 import { OverviewStats, OverviewStatsSkeleton } from "./OverviewStats";
 import { OverviewTable } from "./OverviewTable";
 import { attemptsOf } from "./prepare";
+import { ReplayHealthNotice } from "./ReplayHealthNotice";
 
 /** Loads the overview and picks what to show: loading, error, first-run guidance, or the figures. */
 export function OverviewDataTable() {
@@ -30,6 +31,7 @@ export function OverviewDataTable() {
     >
       {(data) => (
         <>
+          <ReplayHealthNotice replays={data.replays} />
           <OverviewStats overview={data} />
           <h2 className="section-title">Per source</h2>
           <OverviewTable overview={data} />

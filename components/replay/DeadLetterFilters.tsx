@@ -6,10 +6,10 @@ import { sourcesQuery } from "@/components/sources/queries";
 import { SelectField } from "@/components/ui/SelectField";
 import { TextField } from "@/components/ui/TextField";
 import { useHydrated } from "@/components/ui/useHydrated";
-import { hasFilters, isoToLocalInput, localInputToIso, type DeadLetterFilters } from "./prepare";
+import { FILTER_STATUSES, hasFilters, isoToLocalInput, localInputToIso, type DeadLetterFilters } from "./prepare";
 import type { DeadLetterStatus } from "@/lib/deadletters/schema";
 
-const STATUSES: DeadLetterStatus[] = ["pending", "replaying", "delivered"];
+const STATUSES = [...FILTER_STATUSES];
 
 /** Narrow the dead letters: source, failed between from and to, error text, status. */
 export function DeadLetterFiltersForm({ filters, onChange }: { filters: DeadLetterFilters; onChange: (f: DeadLetterFilters) => void }) {

@@ -9,6 +9,7 @@ import { QueryView } from "@/components/ui/QueryView";
 import { formatCount } from "@/components/ui/format";
 import { DeadLetterCounts } from "./DeadLetterCounts";
 import { DeadLettersTable } from "./DeadLettersTable";
+import { SettleDeadLetters } from "./SettleDeadLetters";
 import { hasFilters, selectionFromChecked, selectionFromFilters, type DeadLetterFilters, type Selection } from "./prepare";
 import { deadLettersQuery } from "./queries";
 import styles from "./replay.module.css";
@@ -72,6 +73,7 @@ export function DeadLettersDataTable({
                 )}
               </div>
             )}
+            {canOperate && <SettleDeadLetters filters={filters} checkedIds={[...checked.keys()]} onDone={() => setChecked(new Map())} />}
             {items.length === 0 ? (
               <EmptyState title={hasFilters(filters) ? "No dead letter matches" : "No dead letters"}>
                 <p>

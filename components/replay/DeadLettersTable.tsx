@@ -1,5 +1,6 @@
 "use client";
 
+import Link from "next/link";
 import { EventLink } from "@/components/ui/EventLink";
 import { formatDateTime } from "@/components/ui/format";
 import { KeyCell } from "./KeyCell";
@@ -50,7 +51,12 @@ export function DeadLettersTable({
           )}
           <td>
             <EventLink source={d.source} eventId={d.eventId} />
-            <div className="muted small">{d.eventType}</div>
+            <div className="muted small">
+              {d.eventType} ·{" "}
+              <Link prefetch={false} href={`/dead-letters/${d.id}`} title="This dead letter: payload, error, replay attempts">
+                details
+              </Link>
+            </div>
           </td>
           <td className="source-name">{d.source}</td>
           <td className="mono small">{d.error}</td>

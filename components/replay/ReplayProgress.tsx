@@ -11,6 +11,9 @@ import { formatCount, formatDateTime } from "@/components/ui/format";
 import { isFinished, outcomeRows, replayControls, replayHeadline, replayProgress } from "./prepare";
 import { controlReplay, replayKeys, replayQuery, type ReplayControl } from "./queries";
 import { ReplayResults } from "./ReplayResults";
+import { HealthBadge, HealthDetail } from "./ReplayHealth";
+import type { Preflight } from "@/lib/replay/schema";
+import { retryFailedItems } from "./queries";
 import styles from "./replay.module.css";
 
 const STATUS_TONE = { running: "status--ok", paused: "status--warn", cancelled: "status--off", completed: "status--ok" } as const;
@@ -25,11 +28,14 @@ export function ReplayProgress({
   embedded = false,
   onClose,
   onFinished,
+  onRetry,
 }: {
   replayId: string;
   embedded?: boolean;
   onClose?: () => void;
   onFinished?: () => void;
+  /** "Retry failed items": the new preflight of this replay's failures, to open in the wizard (operators). */
+  onRetry?: (preflight: Preflight) => void;
 }) {
   const canOperate = useCan("operator");
   const queryClient = useQueryClient();
@@ -38,6 +44,10 @@ export function ReplayProgress({
   const control = useMutation({
     mutationFn: (action: ReplayControl) => controlReplay(replayId, action),
     onSettled: () => queryClient.invalidateQueries({ queryKey: replayKeys.all }),
+  });
+  const retry = useMutation({
+    mutationFn: () => retryFailedItems(replayId),
+    onSuccess: (preflight) => onRetry?.(preflight),
   });
   const finished = data ? isFinished(data.status) : false;
   const onFinishedRef = useRef(onFinished);
@@ -58,7 +68,11 @@ export function ReplayProgress({
   const title = data && isFinished(data.status) ? "Results" : "Progress";
   // useId, not the replay id: the same replay may be on screen twice (in the wizard and opened from the list).
   const titleId = useId();
-  const badge = data && <span className={`status ${STATUS_TONE[data.status]}`}>{data.status}</span>;
+  const badge = data && (
+    <>
+      <span className={`status ${STATUS_TONE[data.status]}`}>{data.status}</span> <HealthBadge health={data.health} />
+    </>
+  );
   const content = (
     <QueryView query={query} loading="Loading the replay…" errorTitle="The replay could not be loaded">
       {(data) => (
@@ -70,6 +84,7 @@ export function ReplayProgress({
           )}
           <ProgressBar done={replayProgress(data).done} total={data.total} percent={replayProgress(data).percent} />
           <p aria-live="polite">{replayHeadline(data)}</p>
+          <HealthDetail health={data.health} />
           {data.destination && (
             <p className="small" data-testid="replay-destination">
               {finished ? "Sent to" : "Sending to"} <span className="mono">{data.destination}</span>
@@ -94,6 +109,14 @@ export function ReplayProgress({
           </p>
           {canOperate && !finished && <Controls status={data.status} onAction={(a) => control.mutate(a)} pending={control.isPending} />}
           {control.isError && <ErrorBox title="The replay did not change" error={control.error} />}
+          {canOperate && finished && onRetry && data.counts.failed + data.counts.skipped_unsafe > 0 && (
+            <div className="row-actions">
+              <button type="button" className="button button--small" onClick={() => retry.mutate()} disabled={retry.isPending}>
+                {retry.isPending ? "Checking keys…" : "Retry failed items"}
+              </button>
+            </div>
+          )}
+          {retry.isError && <ErrorBox title="The failed items could not be retried" error={retry.error} />}
           {finished && <ReplayResults replay={data} />}
         </>
       )}

@@ -45,8 +45,8 @@ function ItemTable({ title, items, source }: { title: string; items: ReplayItemR
           <td>{OUTCOME_LABEL[i.outcome]}</td>
           <td className="num">{i.attempts}</td>
           <td className="mono small">
-            {i.lastStatus !== null && <span>HTTP {i.lastStatus} </span>}
-            {i.lastError ?? ""}
+            {/* lastError already names its status ("HTTP 500 …"): the status alone only when there is no error. */}
+            {i.lastError ?? (i.lastStatus !== null ? `HTTP ${i.lastStatus}` : "")}
           </td>
         </tr>
       ))}

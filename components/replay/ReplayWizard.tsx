@@ -31,9 +31,18 @@ import { useNow } from "./useNow";
  * unsafe again (stale preflight, expiring keys not extended, a forced replay without a reason). Where it
  * is lives in one value (WizardState, changed only by wizardReducer in prepare.ts).
  */
-export function ReplayWizard({ selection, onClose }: { selection: Selection; onClose: () => void }) {
+export function ReplayWizard({
+  selection,
+  initial,
+  onClose,
+}: {
+  selection: Selection;
+  /** A preflight made elsewhere (Retry failed items): the wizard opens on its summary. */
+  initial?: Preflight;
+  onClose: () => void;
+}) {
   const queryClient = useQueryClient();
-  const [state, dispatch] = useReducer(wizardReducer, WIZARD_START);
+  const [state, dispatch] = useReducer(wizardReducer, initial, (pf) => (pf ? wizardReducer(WIZARD_START, { type: "preflighted", preflight: pf }) : WIZARD_START));
   const check = useMutation({
     mutationFn: () => runPreflight(preflightBody(selection)),
     onSuccess: (preflight) => dispatch({ type: "preflighted", preflight }),

@@ -2,6 +2,8 @@ import { formatCount, formatDateTime } from "@/components/ui/format";
 import { replayProgress } from "./prepare";
 import type { ReplaySummary } from "@/lib/replay/schema";
 import { Table } from "@/components/ui/Table";
+import Link from "next/link";
+import { HealthBadge } from "./ReplayHealth";
 
 /** Recent replays, newest first, with their state and counts; Open shows one's progress or results. Display only. */
 export function ReplaysTable({ replays, onOpen }: { replays: ReplaySummary[]; onOpen: (id: string) => void }) {
@@ -12,6 +14,7 @@ export function ReplaysTable({ replays, onOpen }: { replays: ReplaySummary[]; on
         "Started",
         "Source",
         "Status",
+        "Health",
         { label: "Settled", num: true },
         { label: "Delivered", num: true },
         { label: "Failed", num: true },
@@ -30,6 +33,15 @@ export function ReplaysTable({ replays, onOpen }: { replays: ReplaySummary[]; on
               {r.status}
               {r.forced && <span className="badge"> forced</span>}
             </td>
+            <td>
+              <HealthBadge health={r.health} />
+              {r.health.state !== "ok" && r.health.lastError && (
+                <div className="mono small" title={r.health.lastErrorAt ?? undefined}>
+                  {r.health.lastErrorAt && <>{formatDateTime(r.health.lastErrorAt, true)}: </>}
+                  {r.health.lastError}
+                </div>
+              )}
+            </td>
             <td className="num">
               {formatCount(done)} / {formatCount(r.total)} <span className="muted small">({percent}%)</span>
             </td>
@@ -38,6 +50,9 @@ export function ReplaysTable({ replays, onOpen }: { replays: ReplaySummary[]; on
             <td className={`num${r.counts.skipped_unsafe === 0 ? " zero" : ""}`}>{formatCount(r.counts.skipped_unsafe)}</td>
             <td>{r.createdBy}</td>
             <td className="actions-cell">
+              <Link className="button button--small" prefetch={false} href={`/replays/${r.id}`} aria-label={`Link to replay of ${r.source} started ${formatDateTime(r.createdAt, true)}`}>
+                Link
+              </Link>{" "}
               <button
                 type="button"
                 className="button button--small"

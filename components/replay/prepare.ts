@@ -112,9 +112,9 @@ export type KeyRisk = { item: DeadLetter; expired: boolean; msLeft: number | nul
 
 /**
  * Pending dead letters whose key already expired or expires within `horizonMs` (24 h): the ones a replay
- * could process twice, or soon could. "No live key" (state `none`) counts as expired: the key may have
- * been pruned after it expired, or the event was never claimed; only the preflight can tell (the server's
- * keyRisk.expired counts them the same way). Soonest first: no known expiry, then the earliest expiry
+ * could process twice, or soon could. Without a live key (expired, or `none`: pruned after it expired)
+ * only letters the audit history says were processed count (`key.processed`; never-claimed or released
+ * ones are safe to replay), as the server's keyRisk.expired counts them. Soonest first: no known expiry, then the earliest expiry
  * (already past before still to come); ties by the older failure.
  */
 export function keysAtRisk(items: readonly DeadLetter[], nowMs: number, horizonMs = DAY_MS): KeyRisk[] {
@@ -122,6 +122,9 @@ export function keysAtRisk(items: readonly DeadLetter[], nowMs: number, horizonM
   for (const item of items) {
     if (item.status !== "pending") continue;
     const at = item.key.expiresAt ? Date.parse(item.key.expiresAt) : null;
+    const live = item.key.state !== "none" && item.key.state !== "expired" && (at === null || at > nowMs);
+    // Without a live key only a processed event is at risk: replaying a never-processed one is safe.
+    if (!live && !item.key.processed) continue;
     if (item.key.state === "none") {
       risks.push({ item, expired: true, msLeft: null, label: "no live key" });
       continue;
@@ -148,7 +151,7 @@ export function describeExpiry(atMs: number | null, nowMs: number): string {
 /** The headline of the warning panel, from the server's counts (over all pending dead letters matching). */
 export function keyRiskHeadline(risk: { expired: number; expiringSoon: number }): string | null {
   const parts: string[] = [];
-  if (risk.expired > 0) parts.push(`${formatCount(risk.expired)} with no live key (expired, or never claimed)`);
+  if (risk.expired > 0) parts.push(`${formatCount(risk.expired)} processed before and no live key any more`);
   if (risk.expiringSoon > 0) parts.push(`${formatCount(risk.expiringSoon)} whose ${risk.expiringSoon === 1 ? "key expires" : "keys expire"} within 24 h`);
   if (parts.length === 0) return null;
   return `Pending dead letters at risk: ${parts.join(", ")}.`;
@@ -156,6 +159,9 @@ export function keyRiskHeadline(risk: { expired: number; expiringSoon: number })
 
 // ---------------------------------------------------------------------------------------------------
 // Filters
+
+/** The statuses the list filters by (lib/deadletters/schema.ts DEAD_LETTER_STATUSES; a copy of the names only, so the schema module's parser stays off the client). */
+export const FILTER_STATUSES: readonly DeadLetterStatus[] = ["pending", "replaying", "delivered", "unidentified", "discarded", "resolved"];
 
 export type DeadLetterFilters = {
   source?: string;
@@ -175,6 +181,33 @@ export function filterParams(filters: DeadLetterFilters, extra: Record<string, s
   }
   for (const [k, v] of Object.entries(extra)) params.set(k, v);
   return params;
+}
+
+/**
+ * The filters a shareable URL carries (/replay?source=stripe&status=pending&from=…): the same names as
+ * filterParams writes; a value that is not one the list takes (an unknown status, an instant that does
+ * not parse) is left out rather than sent to be refused.
+ */
+export function filtersFromParams(params: Record<string, string | string[] | undefined>): DeadLetterFilters {
+  const one = (k: string) => {
+    const v = params[k];
+    const s = Array.isArray(v) ? v[v.length - 1] : v;
+    return s && s.trim() ? s : undefined;
+  };
+  const instant = (k: string) => {
+    const v = one(k);
+    return v && !Number.isNaN(Date.parse(v)) ? v : undefined;
+  };
+  const status = one("status");
+  const f: DeadLetterFilters = {
+    source: one("source"),
+    from: instant("from"),
+    to: instant("to"),
+    errorContains: one("errorContains"),
+    status: status && (FILTER_STATUSES as readonly string[]).includes(status) ? (status as DeadLetterStatus) : undefined,
+  };
+  for (const k of Object.keys(f) as (keyof DeadLetterFilters)[]) if (f[k] === undefined) delete f[k];
+  return f;
 }
 
 export function hasFilters(f: DeadLetterFilters): boolean {

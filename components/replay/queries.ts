@@ -67,6 +67,11 @@ export function replayQuery(id: string) {
   });
 }
 
+/** Operators. A new preflight of a finished replay's failed (and skipped) items still pending. */
+export function retryFailedItems(replayId: string) {
+  return api<Preflight>(`/api/v1/replays/${encodeURIComponent(replayId)}/retry-failed`, { method: "POST", body: {} });
+}
+
 /** Operators. Classifies the selected pending dead letters; valid 15 minutes. */
 export function runPreflight(body: PreflightBody) {
   return api<Preflight>("/api/v1/replays/preflight", { method: "POST", body });

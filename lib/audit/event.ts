@@ -37,6 +37,14 @@ type KeyDbRow = {
   last_duplicate_at: Date | null;
 };
 
+/** Raw SQL: per source, an EXISTS on the (source, event_id) key and audit indexes (an id-only lookup would scan). */
+const OTHER_SOURCES_SQL = `
+SELECT s.name FROM sources s
+WHERE s.name <> $1
+  AND (EXISTS (SELECT 1 FROM dedup_keys k WHERE k.source = s.name AND k.event_id = $2)
+       OR EXISTS (SELECT 1 FROM audit_events a WHERE a.source = s.name AND a.event_id = $2 AND a.at >= now() - make_interval(days => $3)))
+ORDER BY s.name LIMIT 10`;
+
 export async function getEventAnswer({ source, eventId }: { source: string; eventId: string }): Promise<EventAnswer> {
   const retentionDays = auditRetentionDays();
   const [keyRows, timelineRows] = await Promise.all([
@@ -57,11 +65,17 @@ export async function getEventAnswer({ source, eventId }: { source: string; even
         }
       : null;
   const timeline = timelineRows.slice(0, TIMELINE_LIMIT).map(toAuditRow).reverse();
+  // Never seen here: which other sources know this id (looked up source by source, on their indexes).
+  const otherSources =
+    row === null && timeline.length === 0
+      ? (await query<{ name: string }>(OTHER_SOURCES_SQL, [source, eventId, retentionDays])).map((r) => r.name)
+      : [];
   return {
     ...explainEvent({ source, eventId, row }, timeline, k.now),
     asOf: k.now.toISOString(),
     retentionDays,
     timeline,
     timelineTruncated: timelineRows.length > TIMELINE_LIMIT,
+    otherSources,
   };
 }

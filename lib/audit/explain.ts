@@ -25,12 +25,51 @@ const maxIso = (...xs: (string | null | undefined)[]) =>
 const minIso = (...xs: (string | null | undefined)[]) =>
   xs.map(iso).filter((x): x is string => !!x).reduce<string | null>((m, x) => (m === null || Date.parse(x) < Date.parse(m) ? x : m), null);
 
+const STORY_KINDS = new Set(["dead_lettered", "replayed"]);
+const short = (text: unknown, max = 80) => {
+  const t = typeof text === "string" ? text : "";
+  return t.length > max ? `${t.slice(0, max - 1)}…` : t;
+};
+
+/**
+ * The story of an event, oldest first, when its history holds dead-letter or replay rows: each claim
+ * ("processed at T", "claimed at T" for a leased one), release, dead-lettering (with its error) and replay
+ * result ("replayed at T → delivered"), joined by "; ". Null when there is nothing but claims.
+ */
+export function eventStory(timeline: readonly AuditRow[]): string | null {
+  if (!timeline.some((r) => STORY_KINDS.has(r.kind))) return null;
+  const parts: string[] = [];
+  for (const r of timeline) {
+    const at = iso(r.at);
+    if (isClaim(r)) parts.push(`${r.detail?.leaseExpiresAt ? "claimed" : "processed"} at ${at}`);
+    else if (r.kind === "completed") parts.push(`completed at ${at}`);
+    else if (r.kind === "released") parts.push(`released at ${at}`);
+    else if (r.kind === "dead_lettered") parts.push(`dead-lettered at ${at}${r.detail?.error ? ` (${short(r.detail.error)})` : ""}`);
+    else if (r.kind === "replayed") {
+      const outcome = typeof r.detail?.outcome === "string" ? r.detail.outcome.replace("_", " ") : "sent";
+      parts.push(`replayed at ${at} → ${outcome}${outcome !== "delivered" && r.detail?.error ? ` (${short(r.detail.error)})` : ""}`);
+    }
+  }
+  if (parts.length === 0) return null;
+  const text = parts.join("; ");
+  return `${text[0].toUpperCase()}${text.slice(1)}.`;
+}
+
 /** `timeline` oldest first; `now` the database time of the key read. */
 export function explainEvent(
   key: { source: string; eventId: string; row: KeyRow | null },
   timeline: readonly AuditRow[],
   now: Date,
 ): EventExplanation {
+  const answer = explainKey(key, timeline, now);
+  return { ...answer, headline: eventStory(timeline) ?? answer.sentence };
+}
+
+function explainKey(
+  key: { source: string; eventId: string; row: KeyRow | null },
+  timeline: readonly AuditRow[],
+  now: Date,
+): Omit<EventExplanation, "headline"> {
   const claims = timeline.filter(isClaim);
   const lastClaim = claims[claims.length - 1];
   const afterLastClaim = lastClaim ? timeline.slice(timeline.indexOf(lastClaim) + 1) : timeline;

@@ -112,8 +112,13 @@ export type EventExplanation = {
   source: string;
   eventId: string;
   fate: KeyFate;
-  /** The answer in one sentence. */
+  /** The answer in one sentence (the key's side). */
   sentence: string;
+  /**
+   * The whole story in one line, oldest first, when the history holds more than claims: "Processed at T1;
+   * dead-lettered at T2 (timeout); replayed at T3 → delivered." (else the sentence).
+   */
+  headline: string;
   eventType: string | null;
   status: "done" | "processing" | null;
   /** When the latest claim was made (the delivery that was processed). */
@@ -137,4 +142,6 @@ export type EventAnswer = EventExplanation & {
   timeline: AuditRow[];
   /** True when the event has more audit rows than the page shows (the oldest are left out). */
   timelineTruncated: boolean;
+  /** When this source never saw the id: the other sources that did (a key or audit history), at most 10. */
+  otherSources: string[];
 };

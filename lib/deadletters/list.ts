@@ -33,6 +33,7 @@ type Row = {
   settled_at: Date | null;
   key_state: KeyStateName;
   key_expires_at: Date | null;
+  key_processed: boolean;
   sort_us: string;
 };
 
@@ -44,10 +45,20 @@ LEFT JOIN LATERAL (
               WHEN k.status = 'processing' AND k.lease_expires_at > now() THEN 'in_flight'
               ELSE 'alive' END AS state
   FROM dedup_keys k WHERE k.source = d.source AND k.event_id = d.event_id
-) key ON true`;
+) key ON true
+LEFT JOIN LATERAL (
+  -- Without a live key: was the event processed (the newest deciding audit row is not a release)? Then a
+  -- replay could process it twice (issue 13 §13: the keys-at-risk count leaves out never-processed letters).
+  SELECT a.kind <> 'released' AS processed FROM audit_events a
+  WHERE (key.expires_at IS NULL OR key.expires_at <= now())
+    AND a.source = d.source AND a.event_id = d.event_id
+    AND a.kind IN ('claimed', 'lease_takeover', 'reclaimed_after_expiry', 'completed', 'released')
+  ORDER BY a.at DESC, a.id DESC LIMIT 1
+) proc ON true`;
 
 const COLUMNS = `d.id, d.source, d.event_id, d.event_type, d.error, d.attempts, d.failed_at, d.queue, d.status,
-  d.received_at, d.settled_at, coalesce(key.state, 'none') AS key_state, key.expires_at AS key_expires_at`;
+  d.received_at, d.settled_at, coalesce(key.state, 'none') AS key_state, key.expires_at AS key_expires_at,
+  coalesce(proc.processed, false) AS key_processed`;
 
 function toDeadLetter(r: Row): DeadLetter {
   return {
@@ -62,7 +73,7 @@ function toDeadLetter(r: Row): DeadLetter {
     status: r.status,
     receivedAt: r.received_at.toISOString(),
     settledAt: r.settled_at?.toISOString() ?? null,
-    key: { state: r.key_state, expiresAt: r.key_expires_at?.toISOString() ?? null },
+    key: { state: r.key_state, expiresAt: r.key_expires_at?.toISOString() ?? null, processed: r.key_processed },
   };
 }
 
@@ -124,7 +135,7 @@ export async function listDeadLetters(q: ListDeadLettersQuery, db: Db = database
   }>(
     `WITH f AS MATERIALIZED (SELECT d.source, d.error FROM dead_letters d ${where(filters)}),
           risk AS (
-            SELECT count(*) FILTER (WHERE key.expires_at IS NULL OR key.expires_at <= now()) AS expired,
+            SELECT count(*) FILTER (WHERE (key.expires_at IS NULL OR key.expires_at <= now()) AND proc.processed) AS expired,
                    count(*) FILTER (WHERE key.expires_at > now() AND key.expires_at <= now() + interval '24 hours') AS soon
             FROM dead_letters d ${KEY_JOIN} ${where([...common, "d.status = 'pending'"])})
      SELECT (SELECT count(*) FROM f) AS total,
@@ -162,10 +173,13 @@ export async function getDeadLetter(id: string, db: Db = database()): Promise<De
       origin_exchange: string | null;
       origin_routing_key: string | null;
       unidentified_reason: string | null;
+      last_replay_status: number | null;
+      settled_by: string | null;
+      settle_reason: string | null;
     }
   >(
     `SELECT ${COLUMNS}, d.payload, d.content_type, d.last_replay_error, d.inlet_id, d.origin_exchange, d.origin_routing_key,
-            d.unidentified_reason
+            d.unidentified_reason, d.last_replay_status, d.settled_by, d.settle_reason
      FROM dead_letters d ${KEY_JOIN} WHERE d.id = $1`,
     [id],
   );
@@ -188,5 +202,8 @@ export async function getDeadLetter(id: string, db: Db = database()): Promise<De
         ? { inletId: row.inlet_id, exchange: row.origin_exchange, routingKey: row.origin_routing_key }
         : null,
     unidentifiedReason: row.unidentified_reason,
+    lastReplayStatus: row.last_replay_status,
+    settledBy: row.settled_by,
+    settleReason: row.settle_reason,
   };
 }

@@ -1,5 +1,6 @@
 /**
- * Dead-letter retention: deletes settled (delivered) dead letters whose settlement is older than their
+ * Dead-letter retention: deletes settled (delivered, discarded, resolved) dead letters, with their replay
+ * attempts (ON DELETE CASCADE), whose settlement is older than their
  * source's dead-letter retention (or KEYWARD_DEAD_LETTER_RETENTION_DAYS for a source without one).
  * Pending and replaying letters are never pruned: they are still work to do.
  *
@@ -16,10 +17,10 @@ const PRUNE_SQL = `
 DELETE FROM dead_letters
 WHERE id = ANY(ARRAY(
   SELECT d.id FROM dead_letters d JOIN sources s ON s.name = d.source
-  WHERE d.status = 'delivered'
+  WHERE d.status IN ('delivered', 'discarded', 'resolved')
     AND d.settled_at < now() - make_interval(secs => coalesce(s.dead_letter_retention_seconds, $2::int))
   ORDER BY d.settled_at LIMIT $1 FOR UPDATE OF d SKIP LOCKED))
-  AND status = 'delivered'`;
+  AND status IN ('delivered', 'discarded', 'resolved')`;
 
 export async function pruneSettledDeadLetters(o: { batchSize?: number; maxBatches?: number } = {}): Promise<{ deleted: number; batches: number }> {
   const batchSize = o.batchSize ?? 1000;

@@ -95,8 +95,13 @@ export type DeadLetterBatch = z.output<typeof deadLetterBatch>;
 
 export type BatchItemResult = { id: string } | { error: { code: string; message: string; field?: string } };
 
-/** `unidentified`: an inlet message without a usable event id, kept with the reason; never replayed. */
-export const DEAD_LETTER_STATUSES = ["pending", "replaying", "delivered", "unidentified"] as const;
+/**
+ * pending (may be replayed) · replaying (held by a running replay) · delivered (a replay delivered it) ·
+ * unidentified (an inlet message without a usable event id, kept with the reason; never replayed) ·
+ * discarded (an operator gave it up, with a reason) · resolved (an operator handled it outside Keyward).
+ * delivered, discarded and resolved are settled: never replayed, not at risk, pruned after the retention.
+ */
+export const DEAD_LETTER_STATUSES = ["pending", "replaying", "delivered", "unidentified", "discarded", "resolved"] as const;
 export type DeadLetterStatus = (typeof DEAD_LETTER_STATUSES)[number];
 
 export const KEY_STATES = ["alive", "in_flight", "expired", "none"] as const;
@@ -140,7 +145,11 @@ export type DeadLetter = {
   status: DeadLetterStatus;
   receivedAt: string;
   settledAt: string | null;
-  key: { state: KeyStateName; expiresAt: string | null };
+  /**
+   * The event's dedup key now; `processed`: without a live key, whether the audit history says the event
+   * was processed (a replay could then process it twice); false while a key lives.
+   */
+  key: { state: KeyStateName; expiresAt: string | null; processed: boolean };
 };
 
 /**
@@ -157,6 +166,67 @@ export type DeadLetterDetail = DeadLetter & {
   amqp: { inletId: string | null; exchange: string | null; routingKey: string | null } | null;
   /** Why an inlet message had no usable event id (status `unidentified`), else null. */
   unidentifiedReason: string | null;
+  /** The HTTP status of the same (latest) replay attempt as lastReplayError, if it got an answer. */
+  lastReplayStatus: number | null;
+  /** Who discarded it or marked it resolved (null otherwise), and the reason given. */
+  settledBy: string | null;
+  settleReason: string | null;
+};
+
+/** Dead letters per bulk request: at most this many ids… */
+export const MAX_BULK_IDS = 1000;
+/** …and a filter matching more than this needs `expectedCount` equal to what it matches (as a typed confirmation)… */
+export const BULK_CONFIRM_ABOVE = 100;
+/** …and may match at most this many (narrow it, or send several requests). */
+export const MAX_BULK_FILTER = 10_000;
+/** A discard's reason, at least this long (as a forced replay's). */
+export const MIN_DISCARD_REASON = 10;
+
+const bulkReason = storableText().trim().max(1000, "must be at most 1000 characters");
+
+/** The letters a bulk action takes: by id, or every pending letter of a source matching a filter. */
+const bulkSelection = {
+  ids: z
+    .array(z.uuid("must be an id from this API"))
+    .min(1, "must hold at least 1 id (or send a filter)")
+    .max(MAX_BULK_IDS, `must hold at most ${MAX_BULK_IDS} ids`)
+    .optional(),
+  filter: z
+    .strictObject({
+      source: sourceName,
+      /** Only pending letters can be discarded or resolved; `pending` may be said. */
+      status: z.literal("pending", "only pending dead letters can be discarded or resolved").optional(),
+      failedSince: instant.optional(),
+      failedUntil: instant.optional(),
+      /** Text the error contains (case-insensitive). */
+      error: storableText().min(1).max(200).optional(),
+    })
+    .optional(),
+  /** With a filter: the number of letters the operator expects it to take (required above BULK_CONFIRM_ABOVE). */
+  expectedCount: z.number().int("must be a whole number").min(0).optional(),
+};
+
+const oneSelection = <T extends { ids?: unknown; filter?: unknown }>(v: T) => (v.ids === undefined) !== (v.filter === undefined);
+const selectionIssue = { message: "send either ids or filter (exactly one)", path: ["ids"] };
+
+export const discardRequest = z
+  .strictObject({
+    ...bulkSelection,
+    reason: bulkReason.min(MIN_DISCARD_REASON, `must be at least ${MIN_DISCARD_REASON} characters: say why`),
+  })
+  .refine(oneSelection, selectionIssue);
+export const resolveRequest = z
+  .strictObject({ ...bulkSelection, reason: bulkReason.min(1, "must not be empty").optional() })
+  .refine(oneSelection, selectionIssue);
+export type DiscardRequest = z.output<typeof discardRequest>;
+export type ResolveRequest = z.output<typeof resolveRequest>;
+export type BulkRequest = DiscardRequest | ResolveRequest;
+
+export type BulkAction = "discard" | "resolve";
+/** `{ discarded: n, ids }` or `{ resolved: n, ids }`; `skipped`: ids sent that were not pending (or unknown: status null). */
+export type BulkResult = ({ discarded: number } | { resolved: number }) & {
+  ids: string[];
+  skipped: { id: string; status: DeadLetterStatus | null }[];
 };
 
 export type DeadLetterList = {
@@ -167,7 +237,10 @@ export type DeadLetterList = {
     total: number;
     bySource: { source: string; count: number }[];
     byError: { error: string; count: number }[];
-    /** Pending letters (within the filters) with no live key, and with a key expiring within 24 h. */
+    /**
+     * Pending letters (within the filters) whose replay could process them twice: no live key and processed
+     * by the audit history (never-processed ones are safe and not counted), and those with a key expiring within 24 h.
+     */
     keyRisk: { expired: number; expiringSoon: number };
   };
 };

@@ -33,6 +33,11 @@ export type Jobs = {
   running(): Promise<void> | undefined;
   /** Stops arming passes, aborts the running ones' signal and waits for them to end. Idempotent. */
   stop(): Promise<void>;
+  /**
+   * Runs the job named `name` now instead of at its next tick: at once when it is idle, or right after
+   * the pass under way (never two passes of one job at a time). Nothing after stop().
+   */
+  wake(name: string): void;
 };
 
 /** Starts `jobs` (each one's first pass comes after its first delay, not at once). */
@@ -45,13 +50,15 @@ export function startJobs(jobs: readonly Job[], log: (msg: string) => void): Job
   const abort = new AbortController();
   const timers = new Map<Job, NodeJS.Timeout>();
   const passes = new Map<Job, Promise<void>>();
+  const woken = new Set<Job>();
 
   const arm = (job: Job) => {
     if (abort.signal.aborted) return;
+    const delay = woken.delete(job) ? 0 : (job.nextDelayMs?.() ?? job.everyMs);
     const timer = setTimeout(() => {
       timers.delete(job);
       pass(job);
-    }, Math.max(0, job.nextDelayMs?.() ?? job.everyMs));
+    }, Math.max(0, delay));
     timer.unref();
     timers.set(job, timer);
   };
@@ -79,6 +86,15 @@ export function startJobs(jobs: readonly Job[], log: (msg: string) => void): Job
       for (const timer of timers.values()) clearTimeout(timer);
       timers.clear();
       await Promise.all(passes.values());
+    },
+    wake(name) {
+      const job = jobs.find((j) => j.name === name);
+      if (!job || job.everyMs <= 0 || abort.signal.aborted) return;
+      woken.add(job);
+      if (passes.has(job)) return; // armed at once when the pass under way ends
+      clearTimeout(timers.get(job));
+      timers.delete(job);
+      arm(job);
     },
   };
 }

@@ -2,7 +2,7 @@
  * The console's live figures, read in one statement so every number shares one database instant:
  * per source, dedup_keys by state (alive, in flight, lease lapsed, expired but not yet pruned) and the
  * last hour of claim outcomes from claim_counts. A second read adds the metrics sampler's latest sample
- * (its own instant, `latestSample.at`).
+ * (its own instant, `latestSample.at`), a third the running replays and how many are stalled or failing.
  *
  * Cost is bounded whatever the table's size (the console polls this every 10 s per open tab):
  * - alive and expired per source: counted in one grouped pass only when the table holds at most
@@ -19,6 +19,8 @@
 import "server-only";
 import { query, type Queryable } from "../db/sql";
 import { getLatestSample } from "../metrics/history";
+import { loadEnv } from "../config/env";
+import { replayHealth } from "../replay/health";
 import type { ClaimCounts, InletLag, KeyCounts, Overview, SourceOverview } from "./schema";
 
 /** Keys counted one by one per refresh at most: ~100k rows read sequentially take a few tens of ms. */
@@ -96,6 +98,55 @@ LEFT JOIN leased l ON l.source = s.name
 LEFT JOIN claims n ON n.source = s.name
 ORDER BY s.name`;
 
+/** The unhealthy replays the Overview names one by one (the counts cover all). */
+const MAX_UNHEALTHY_LISTED = 10;
+
+/** Running replays with what their health is computed from (few rows: the replays_running_idx partial index). */
+const RUNNING_REPLAYS_SQL = `
+SELECT id, source, rate_per_second, running_since, last_settled_at, consecutive_failures, last_error, last_error_at, now() AS db_now
+FROM replays WHERE status = 'running' ORDER BY created_at, id`;
+
+type RunningReplayRow = {
+  id: string;
+  source: string;
+  rate_per_second: number;
+  running_since: Date;
+  last_settled_at: Date | null;
+  consecutive_failures: number;
+  last_error: string | null;
+  last_error_at: Date | null;
+  db_now: Date;
+};
+
+/** How many replays run, and how many of them are stalled or failing. */
+async function replayHealthCounts(on?: Queryable): Promise<Overview["replays"]> {
+  const rows = await query<RunningReplayRow>(RUNNING_REPLAYS_SQL, [], on);
+  const timeoutMs = loadEnv().KEYWARD_REPLAY_TIMEOUT_MS;
+  const healths = rows.map((r) => ({
+    r,
+    h: replayHealth(
+        {
+          status: "running",
+          ratePerSecond: r.rate_per_second,
+          runningSince: r.running_since,
+          lastSettledAt: r.last_settled_at,
+          consecutiveFailures: r.consecutive_failures,
+          lastError: r.last_error,
+          lastErrorAt: r.last_error_at,
+        },
+        r.db_now,
+        timeoutMs,
+      ),
+  }));
+  const stalled = healths.filter(({ h }) => h.state === "stalled").length;
+  const failing = healths.filter(({ h }) => h.state === "failing").length;
+  const unhealthyItems = healths
+    .filter(({ h }) => h.state !== "ok")
+    .slice(0, MAX_UNHEALTHY_LISTED)
+    .map(({ r, h }) => ({ id: r.id, source: r.source, state: h.state as "stalled" | "failing", reason: h.reason, lastError: h.lastError, lastErrorAt: h.lastErrorAt }));
+  return { running: rows.length, unhealthy: stalled + failing, stalled, failing, unhealthyItems };
+}
+
 export async function getOverview(on?: Queryable, options: { countLimit?: number } = {}): Promise<Overview> {
   const countLimit = options.countLimit ?? COUNT_LIMIT;
   const rows = await query<OverviewRow>(OVERVIEW_SQL, [countLimit + 1], on);
@@ -110,6 +161,7 @@ export async function getOverview(on?: Queryable, options: { countLimit?: number
     [],
     on,
   );
+  const replays = await replayHealthCounts(on);
   const [clock] = rows;
   const sources = rows.filter((r) => r.name !== null).map((r) => toSourceOverview(r));
   const keys = sources.reduce((acc, s) => addKeys(acc, s.keys), NO_KEYS);
@@ -125,6 +177,7 @@ export async function getOverview(on?: Queryable, options: { countLimit?: number
       keys,
       lastHour: sources.reduce((acc, s) => addClaims(acc, s.lastHour), NO_CLAIMS),
     },
+    replays,
     sources,
     inlets: inlets.map((i) => ({
       id: i.id,

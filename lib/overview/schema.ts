@@ -85,6 +85,28 @@ export const overviewSchema = z.object({
   /** The sampler's newest sample (sizes, row estimate, backlog), or null before the first one. */
   latestSample: metricSampleSchema.nullable(),
   totals: z.object({ sources: count, keys: keyCountsSchema, lastHour: claimCountsSchema }),
+  /**
+   * Running replays, and how many of them are unhealthy (stalled or failing: lib/replay/health.ts), with
+   * the unhealthy ones (oldest first, at most 10): why, and their latest error and its time.
+   */
+  replays: z.object({
+    running: count,
+    unhealthy: count,
+    stalled: count,
+    failing: count,
+    unhealthyItems: z
+      .array(
+        z.object({
+          id: z.string(),
+          source: z.string(),
+          state: z.enum(["stalled", "failing"]),
+          reason: z.string().nullable(),
+          lastError: z.string().nullable(),
+          lastErrorAt: z.iso.datetime().nullable(),
+        }),
+      )
+      .optional(),
+  }),
   /** One entry per configured source, by name. */
   sources: z.array(sourceOverviewSchema),
   /** The RabbitMQ inlets (by source, then creation); always sent by the server. */

@@ -1,8 +1,9 @@
 /**
  * The AMQP replay target (issue 16 §2): a source whose replay destination is `amqp://…` or `amqps://…`
  * gets each replayed event published to RabbitMQ instead of POSTed. The executor
- * (lib/replay/executor.ts) calls `amqpSend` where it would call deliverOnce; the preflight, the re-check
- * just before the send, the rate, the retries and the audit are the executor's, unchanged.
+ * (drive.ts) sends each item through the "send one item" seam (send.ts), which picks `sendAmqp` for an
+ * amqp:// or amqps:// destination; the preflight, the re-check just before the send, the rate, the
+ * retries, the attempt evidence and the audit are the executor's, as for HTTP.
  *
  * Where it goes: to the exchange and routing key of the URL (`?exchange=x&routingKey=y`), or, for what
  * the URL leaves out, to the exchange and routing key the message was first published with (the x-death
@@ -25,20 +26,14 @@
  * Each publish has a channel of its own, so one that the broker closes (an unknown exchange) fails alone.
  * A connection unused for CONNECTION_IDLE_MS is closed.
  */
+import "server-only";
 import type { ChannelModel, ConfirmChannel } from "amqplib";
 import { query } from "../db/sql";
 import { connectAmqp, describeAmqpError } from "../amqp/connect";
 import { parseAmqpTarget } from "../amqp/url";
-import {
-  DEFAULT_TIMEOUT_MS,
-  EVENT_ID_HEADER,
-  MAX_ERROR_LENGTH,
-  encodeEventIdHeader,
-  signWebhook,
-  webhookIdFor,
-  type DeliverInput,
-  type DeliverResult,
-} from "./deliver";
+import { DEFAULT_TIMEOUT_MS, EVENT_ID_HEADER, encodeEventIdHeader, signWebhook, webhookIdFor, type DeliverInput, type DeliverResult } from "./deliver";
+import { DeliveryTimeout, type SendOne, type SendResult } from "./send";
+import { MAX_ERROR_LENGTH } from "./send-http";
 
 export const CONNECTION_IDLE_MS = 30_000;
 
@@ -192,27 +187,36 @@ export function replayHeaders(input: Pick<DeliverInput, "id" | "body" | "secret"
 }
 
 /**
- * For the executor: a send like deliverOnce (same input, same result) that publishes the dead letter
- * `deadLetterId` to `amqpUrl`, using the letter's stored origin for what the URL leaves out.
+ * The AMQP "send one item" (send.ts SendOne): publishes the dead letter's bytes to `destination` (the full
+ * amqp(s) URL), with the Standard Webhooks headers the executor signed, using the letter's stored origin
+ * for the exchange and routing key the URL leaves out. No HTTP status and no answer body: `status` and
+ * `responseBody` are null. `signal` carries the executor's timeout (a DeliveryTimeout reads as "no confirm").
  */
-export function amqpSend(amqpUrl: string, deadLetterId: string): (input: DeliverInput) => Promise<DeliverResult> {
-  return async (input) => {
-    let headers: Record<string, string>;
-    try {
-      headers = replayHeaders(input);
-    } catch (err) {
-      return fail((err as Error).message, false);
-    }
-    const [origin] = await query<{ origin_exchange: string | null; origin_routing_key: string | null }>(
-      "SELECT origin_exchange, origin_routing_key FROM dead_letters WHERE id = $1::uuid",
-      [deadLetterId],
-    );
-    return deliverAmqp(
-      { exchange: origin?.origin_exchange ?? null, routingKey: origin?.origin_routing_key ?? null, contentType: input.contentType ?? "application/json" },
-      amqpUrl,
-      headers,
-      input.body,
-      { timeoutMs: input.timeoutMs, signal: input.signal },
-    );
+export const sendAmqp: SendOne = async (item, destination, headers, body, signal): Promise<SendResult> => {
+  const started = performance.now();
+  const [origin] = await query<{ origin_exchange: string | null; origin_routing_key: string | null }>(
+    "SELECT origin_exchange, origin_routing_key FROM dead_letters WHERE id = $1::uuid",
+    [item.deadLetterId],
+  );
+  // The message headers among the HTTP delivery's (drive.ts signs once for both transports); read here, not
+  // at load: deliver.ts → send.ts → this module is an import cycle.
+  const names = ["webhook-id", "webhook-timestamp", "webhook-signature", EVENT_ID_HEADER, "keyward-replay-id"];
+  const message = Object.fromEntries(names.filter((h) => headers[h] !== undefined).map((h) => [h, headers[h]]));
+  const result = await deliverAmqp(
+    { exchange: origin?.origin_exchange ?? null, routingKey: origin?.origin_routing_key ?? null, contentType: headers["content-type"] ?? "application/json" },
+    destination,
+    message,
+    body,
+    // The executor's signal ends the wait (its timeout included); this one only bounds a stray signal-less call.
+    { timeoutMs: DEFAULT_TIMEOUT_MS * 6, signal },
+  );
+  const timedOut = signal.aborted && signal.reason instanceof DeliveryTimeout;
+  return {
+    ok: result.ok,
+    retryable: result.retryable,
+    status: null,
+    error: timedOut && result.error === "aborted" ? `no confirm from the broker within ${(signal.reason as DeliveryTimeout).ms} ms` : result.error,
+    latencyMs: Math.round(performance.now() - started),
+    responseBody: null,
   };
-}
+};

@@ -1,32 +1,15 @@
 /**
- * Delivery of one replayed event to a source's destination: Standard Webhooks signing, one HTTP POST
- * with a clear outcome, the retry backoff schedule and a per-replay rate limiter. The executor
- * (lib/replay/executor.ts) decides what to send and when; this module only sends and classifies.
- *
- * Outcome classification of `deliverOnce` (the executor retries only `retryable` failures, up to its
- * attempt limit):
- *   - 2xx                                    → ok
- *   - network error, timeout, 408, 429, 5xx  → failed, retryable (the destination may accept it later)
- *   - other 4xx                              → failed, not retryable (the destination rejects this request
- *                                              as such: bad signature, unknown route, invalid payload…)
- *   - 3xx                                    → failed, not retryable: redirects are never followed, so a
- *                                              signed payload never travels to an origin nobody configured;
- *                                              the error names the Location so the operator can fix the URL
- *   - 1xx/other, bad URL, bad secret         → failed, not retryable
- *   - the caller's `signal` aborts           → failed, retryable, error "aborted" (pause/cancel/shutdown:
- *                                              the item was not delivered, the executor decides what next)
- * Only the first RESPONSE_BODY_CAP bytes of a response are read (for the error text); the rest is
- * discarded, so a destination answering megabytes costs nothing.
+ * What a replayed event carries: the Standard Webhooks signature over the exact bytes sent, the
+ * `webhook-id` mapping of event ids (docs/replay-delivery.md) and the Keyward headers; and `deliverOnce`,
+ * one signed delivery (headers from here, the POST from send-http.ts), for callers outside the executor
+ * (the re-drive benchmark's baseline, tests). The executor (drive.ts) decides what to send and when.
  */
 import "server-only";
 import { createHash, createHmac } from "node:crypto";
+import { senderFor, withTimeout } from "./send";
 
 export const USER_AGENT = "Keyward-Replay/1.0 (webhook re-drive)";
 export const DEFAULT_TIMEOUT_MS = 10_000;
-/** Bytes of a response body read at most, for the error text of a failed delivery. */
-export const RESPONSE_BODY_CAP = 4096;
-/** Longest error string returned (the response excerpt is trimmed to fit). */
-export const MAX_ERROR_LENGTH = 300;
 /** The header carrying the original event id, percent-encoded UTF-8 (see webhookIdFor). */
 export const EVENT_ID_HEADER = "keyward-event-id";
 
@@ -89,6 +72,24 @@ export function signWebhook(input: SignInput): Record<string, string> {
   };
 }
 
+/** The headers of one replayed delivery (signed now); throws on a secret not `whsec_…`. */
+export function replayHeaders(input: {
+  eventId: string;
+  replayId: string;
+  contentType?: string;
+  body: string | Uint8Array;
+  secret: string | readonly string[];
+  timestamp?: Date;
+}): Record<string, string> {
+  return {
+    "content-type": input.contentType ?? "application/json",
+    "user-agent": USER_AGENT,
+    "keyward-replay-id": input.replayId,
+    [EVENT_ID_HEADER]: encodeEventIdHeader(input.eventId),
+    ...signWebhook({ id: webhookIdFor(input.eventId), timestamp: input.timestamp ?? new Date(), body: input.body, secret: input.secret }),
+  };
+}
+
 export type DeliverInput = {
   url: string;
   /** The event id: its webhook-id (webhookIdFor) is the receiver's dedup key; sent in full as keyward-event-id. */
@@ -106,260 +107,27 @@ export type DeliverInput = {
 
 export type DeliverResult = { ok: boolean; status: number | null; error: string | null; retryable: boolean };
 
-const fail = (status: number | null, error: string, retryable: boolean): DeliverResult => ({
-  ok: false,
-  status,
-  error: error.length > MAX_ERROR_LENGTH ? `${error.slice(0, MAX_ERROR_LENGTH - 1)}…` : error,
-  retryable,
-});
-
-/** Whether a non-2xx status is worth another attempt (see the header). */
-export function isRetryableStatus(status: number): boolean {
-  return status === 408 || status === 429 || (status >= 500 && status <= 599);
-}
-
-/** One signed POST of `body` to `url`; never throws, never follows a redirect. */
+/** One signed POST of `body` to `url` (send.ts classifies the outcome); never throws, never follows a redirect. */
 export async function deliverOnce(input: DeliverInput): Promise<DeliverResult> {
-  let url: URL;
+  const body = typeof input.body === "string" ? Buffer.from(input.body, "utf8") : input.body;
+  let headers: Record<string, string>;
   try {
-    url = new URL(input.url);
-  } catch {
-    return fail(null, `destination is not a valid URL: ${input.url}`, false);
-  }
-  if (url.protocol !== "http:" && url.protocol !== "https:") {
-    return fail(null, `destination must be an http or https URL, not ${url.protocol}`, false);
-  }
-  let signed: Record<string, string>;
-  try {
-    signed = signWebhook({ id: webhookIdFor(input.id), timestamp: new Date(), body: input.body, secret: input.secret });
+    headers = replayHeaders({ eventId: input.id, replayId: input.replayId, contentType: input.contentType, body, secret: input.secret });
   } catch (err) {
-    return fail(null, (err as Error).message, false);
-  }
-  if (input.signal?.aborted) return fail(null, "aborted", true);
-
-  const timeoutMs = input.timeoutMs ?? DEFAULT_TIMEOUT_MS;
-  const controller = new AbortController();
-  let timedOut = false;
-  const timer = setTimeout(() => {
-    timedOut = true;
-    controller.abort();
-  }, timeoutMs);
-  const onAbort = () => controller.abort();
-  input.signal?.addEventListener("abort", onAbort, { once: true });
-  const interrupted = () => (timedOut ? fail(null, `no response within ${timeoutMs} ms`, true) : fail(null, "aborted", true));
-  try {
-    let res: Response;
+    // A bad URL is named before a bad secret, as the sender would.
     try {
-      res = await fetch(url, {
-        method: "POST",
-        headers: {
-          "content-type": input.contentType ?? "application/json",
-          "user-agent": USER_AGENT,
-          "keyward-replay-id": input.replayId,
-          [EVENT_ID_HEADER]: encodeEventIdHeader(input.id),
-          ...signed,
-        },
-        // Bytes from Buffer/pg are backed by an ordinary ArrayBuffer; the DOM typing wants that stated.
-        body: input.body as string | Uint8Array<ArrayBuffer>,
-        redirect: "manual",
-        signal: controller.signal,
-      });
-    } catch (err) {
-      if (controller.signal.aborted) return interrupted();
-      return fail(null, networkError(err, url), true);
-    }
-    const status = res.status;
-    if (status >= 200 && status <= 299) {
-      await discard(res);
-      return { ok: true, status, error: null, retryable: false };
-    }
-    let excerpt: string;
-    try {
-      excerpt = await readCapped(res, RESPONSE_BODY_CAP);
+      new URL(input.url);
     } catch {
-      if (controller.signal.aborted) return interrupted();
-      excerpt = "";
+      return { ok: false, status: null, error: `destination is not a valid URL: ${input.url}`, retryable: false };
     }
-    const statusText = res.statusText ? ` ${res.statusText}` : "";
-    if (status >= 300 && status <= 399) {
-      const location = res.headers.get("location");
-      const where = location ? ` to ${new URL(location, url).href}` : "";
-      return fail(status, `HTTP ${status}${statusText}: redirect${where} not followed; set the replay destination to the final URL`, false);
-    }
-    const detail = excerpt ? `: ${excerpt}` : "";
-    return fail(status, `HTTP ${status}${statusText}${detail}`, isRetryableStatus(status));
-  } finally {
-    clearTimeout(timer);
-    input.signal?.removeEventListener("abort", onAbort);
+    return { ok: false, status: null, error: (err as Error).message, retryable: false };
   }
-}
-
-/** A short, readable reason for a fetch that failed before any response (connection refused, DNS…). */
-function networkError(err: unknown, url: URL): string {
-  const cause = (err as { cause?: { code?: string; message?: string } }).cause;
-  const code = cause?.code;
-  const host = url.host;
-  switch (code) {
-    case "ECONNREFUSED":
-      return `connection refused by ${host}`;
-    case "ECONNRESET":
-    case "UND_ERR_SOCKET":
-      return `connection to ${host} closed before a response`;
-    case "ENOTFOUND":
-    case "EAI_AGAIN":
-      return `host not found: ${url.hostname}`;
-    case "ETIMEDOUT":
-    case "UND_ERR_CONNECT_TIMEOUT":
-      return `could not connect to ${host} (timeout)`;
-    default: {
-      const message = cause?.message ?? (err as Error)?.message ?? String(err);
-      return `network error reaching ${host}: ${message}${code ? ` (${code})` : ""}`;
-    }
-  }
-}
-
-/** Reads at most `cap` bytes of the body as text (whitespace collapsed), then cancels the rest. */
-async function readCapped(res: Response, cap: number): Promise<string> {
-  if (!res.body) return "";
-  const reader = res.body.getReader();
-  const chunks: Uint8Array[] = [];
-  let size = 0;
+  const timeout = withTimeout(input.signal, input.timeoutMs ?? DEFAULT_TIMEOUT_MS);
   try {
-    while (size < cap) {
-      const { done, value } = await reader.read();
-      if (done) break;
-      chunks.push(value);
-      size += value.byteLength;
-    }
+    const item = { replayId: input.replayId, deadLetterId: "", eventId: input.id, attempt: 1 };
+    const r = await senderFor(input.url)(item, input.url, headers, body, timeout.signal);
+    return { ok: r.ok, status: r.status, error: r.error, retryable: r.retryable };
   } finally {
-    await reader.cancel().catch(() => undefined);
-  }
-  const bytes = Buffer.concat(chunks).subarray(0, cap);
-  return bytes.toString("utf8").replace(/\s+/g, " ").trim();
-}
-
-/** Drops a response body without reading it (frees the connection). */
-async function discard(res: Response): Promise<void> {
-  await res.body?.cancel().catch(() => undefined);
-}
-
-/** Attempts per item the schedule is made for (the executor's limit). */
-export const MAX_ATTEMPTS = 5;
-export const BACKOFF_BASE_MS = 1000;
-
-/**
- * The upper bound of the wait after failed attempt `attempt` (1-based): 1 s, 2 s, 4 s, 8 s, 16 s for
- * attempts 1..5; attempts beyond 5 use 16 s (the schedule is bounded).
- */
-export function backoffCeilingMs(attempt: number): number {
-  if (!Number.isFinite(attempt)) throw new RangeError(`attempt must be a number ≥ 1, got ${attempt}`);
-  const n = Math.min(Math.max(Math.floor(attempt), 1), MAX_ATTEMPTS);
-  return BACKOFF_BASE_MS * 2 ** (n - 1);
-}
-
-/**
- * How long to wait after failed attempt `attempt` before the next one: "full jitter" (AWS architecture
- * blog), uniform in [0, backoffCeilingMs(attempt)), so retries from many items spread out instead of
- * arriving together. `random` (default Math.random, values in [0, 1)) is injectable for deterministic tests.
- */
-export function backoffMs(attempt: number, random: () => number = Math.random): number {
-  const r = Math.min(Math.max(random(), 0), 1);
-  return Math.floor(r * backoffCeilingMs(attempt));
-}
-
-/** Time source of the rate limiter; a virtual one makes tests exact (no wall-clock assertions). */
-export type LimiterClock = { now(): number; setTimeout(fn: () => void, ms: number): () => void };
-
-export const systemClock: LimiterClock = {
-  now: () => performance.now(),
-  setTimeout(fn, ms) {
-    const t = setTimeout(fn, ms);
-    return () => clearTimeout(t);
-  },
-};
-
-type Waiter = { resolve: () => void; reject: (reason: unknown) => void; signal?: AbortSignal; onAbort?: () => void };
-
-/**
- * Token bucket: `perSecond` tokens per second, holding at most `burst` (default perSecond / 10, at
- * least 1: 100 ms worth, so a late timer does not lose throughput, and a start never floods the
- * destination). `take` resolves when a token is available, first come first served; an aborted `take`
- * rejects with the signal's reason and gives up its place.
- *
- * Hand-written (≈60 lines) rather than a library: bottleneck has not been released since 2019, p-limit
- * limits concurrency, not rate, and p-throttle can abort only all pending calls at once; none take an
- * injectable clock, which the tests use to assert exact counts instead of timings.
- */
-export class RateLimiter {
-  readonly perSecond: number;
-  readonly burst: number;
-  private readonly clock: LimiterClock;
-  private tokens: number;
-  private last: number;
-  private readonly queue: Waiter[] = [];
-  private cancelTimer: (() => void) | null = null;
-
-  constructor(perSecond: number, options: { burst?: number; clock?: LimiterClock } = {}) {
-    if (!(perSecond > 0) || !Number.isFinite(perSecond)) throw new RangeError(`perSecond must be > 0, got ${perSecond}`);
-    this.perSecond = perSecond;
-    this.burst = Math.max(1, options.burst ?? Math.floor(perSecond / 10));
-    this.clock = options.clock ?? systemClock;
-    this.tokens = 1;
-    this.last = this.clock.now();
-  }
-
-  take(signal?: AbortSignal): Promise<void> {
-    if (signal?.aborted) return Promise.reject(signal.reason);
-    this.refill();
-    if (this.queue.length === 0 && this.tokens >= 1) {
-      this.tokens -= 1;
-      return Promise.resolve();
-    }
-    return new Promise<void>((resolve, reject) => {
-      const waiter: Waiter = { resolve, reject, signal };
-      if (signal) {
-        waiter.onAbort = () => {
-          const i = this.queue.indexOf(waiter);
-          if (i >= 0) this.queue.splice(i, 1);
-          if (this.queue.length === 0) this.stopTimer();
-          reject(signal.reason);
-        };
-        signal.addEventListener("abort", waiter.onAbort, { once: true });
-      }
-      this.queue.push(waiter);
-      this.schedule();
-    });
-  }
-
-  /** Callers waiting for a token. */
-  get waiting(): number {
-    return this.queue.length;
-  }
-
-  private refill(): void {
-    const now = this.clock.now();
-    this.tokens = Math.min(this.burst, this.tokens + ((now - this.last) * this.perSecond) / 1000);
-    this.last = now;
-  }
-
-  private stopTimer(): void {
-    this.cancelTimer?.();
-    this.cancelTimer = null;
-  }
-
-  private schedule(): void {
-    if (this.cancelTimer || this.queue.length === 0) return;
-    const waitMs = Math.max(1, Math.ceil(((1 - this.tokens) * 1000) / this.perSecond));
-    this.cancelTimer = this.clock.setTimeout(() => {
-      this.cancelTimer = null;
-      this.refill();
-      while (this.queue.length > 0 && this.tokens >= 1) {
-        this.tokens -= 1;
-        const w = this.queue.shift()!;
-        if (w.signal && w.onAbort) w.signal.removeEventListener("abort", w.onAbort);
-        w.resolve();
-      }
-      this.schedule();
-    }, waitMs);
+    timeout.clear();
   }
 }

@@ -55,8 +55,13 @@ const itemOf = (c: Classified): PreflightItem => ({
   reason: c.reason,
 });
 
-/** Classifies and stores; 404 for an unknown source. */
-export async function createPreflight(r: PreflightSelection, actor: Principal, db: Db = database()): Promise<Preflight> {
+/** Classifies and stores (`retryOf`: the finished replay whose failed items it retries); 404 for an unknown source. */
+export async function createPreflight(
+  r: PreflightSelection,
+  actor: Principal,
+  options: { retryOf?: string } = {},
+  db: Db = database(),
+): Promise<Preflight> {
   const source = await getSource(r.source, db);
   const windowSeconds = r.replayWindowSeconds ?? source.replaySeconds;
   const selected = await selectPending(source.name, r, db);
@@ -74,7 +79,7 @@ export async function createPreflight(r: PreflightSelection, actor: Principal, d
   const validUntil = new Date(createdAt.getTime() + PREFLIGHT_VALID_SECONDS * 1000);
   const id = await withTransaction(async (tx) => {
     const pf = await tx.prisma.replayPreflight.create({
-      data: { source: source.name, createdAt, validUntil, windowSeconds, createdBy: actorOf(actor), truncated },
+      data: { source: source.name, createdAt, validUntil, windowSeconds, createdBy: actorOf(actor), truncated, retryOf: options.retryOf ?? null },
     });
     await tx.prisma.replayPreflightItem.createMany({
       data: classified.map((c, seq) => ({
@@ -117,6 +122,7 @@ export async function getPreflight(id: string, db: Db = database()): Promise<Pre
     windowSeconds: pf.windowSeconds,
     extendedAt: pf.extendedAt?.toISOString() ?? null,
     truncated: pf.truncated,
+    retryOf: pf.retryOf,
     counts: countCategories(list),
     items: list,
   };

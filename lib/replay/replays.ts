@@ -15,6 +15,9 @@ import { actorOf, type Principal } from "../auth/principal";
 import { UUID_RE } from "../deadletters/list";
 import { replayTarget } from "../sources/signing-secret";
 import { staleError } from "./preflight";
+import { wakeReplayWorkers } from "./wake";
+import { replayHealth } from "./health";
+import { loadEnv } from "../config/env";
 import {
   OUTCOMES,
   type Category,
@@ -75,7 +78,7 @@ export async function startReplay(
   const started = (await db.prisma.replay.count({ where: { idempotencyKey: idemKey } })) > 0;
   if (pre && !started) await replayTarget(pre.source, db);
 
-  return withTransaction(async (tx) => {
+  const outcome = await withTransaction(async (tx) => {
     // One start per key at a time: the second of two concurrent requests waits here, then finds the first.
     // Raw SQL: a transaction-scoped advisory lock, which Prisma has no call for.
     await tx.execute("SELECT pg_advisory_xact_lock(hashtext('keyward-replay-idempotency:' || $1))", [idemKey]);
@@ -170,6 +173,8 @@ export async function startReplay(
     );
     return { replayId: created.id, total, created: true };
   }, { ...TX, db });
+  if (outcome.created) wakeReplayWorkers();
+  return outcome;
 }
 
 type ReplayRow = {
@@ -188,12 +193,19 @@ type ReplayRow = {
   total: number;
   destination: string | null;
   counts: Partial<Record<Outcome, number>> | null;
+  running_since: Date;
+  last_settled_at: Date | null;
+  consecutive_failures: number;
+  last_error: string | null;
+  last_error_at: Date | null;
+  db_now: Date;
 };
 
 /** Raw SQL: the counts by outcome aggregate in the same statement (jsonb_object_agg). */
 const SUMMARY_SQL = `
 SELECT r.id, r.source, r.status, r.preflight_id, r.include, r.forced, r.force_reason, r.rate_per_second, r.concurrency,
        r.created_by, r.created_at, r.finished_at, r.total, r.destination,
+       r.running_since, r.last_settled_at, r.consecutive_failures, r.last_error, r.last_error_at, now() AS db_now,
        (SELECT jsonb_object_agg(outcome, n) FROM (SELECT outcome, count(*)::int AS n FROM replay_items WHERE replay_id = r.id GROUP BY outcome) c) AS counts
 FROM replays r`;
 
@@ -215,6 +227,19 @@ function toSummary(r: ReplayRow): ReplaySummary {
     total: r.total,
     destination: r.destination,
     counts,
+    health: replayHealth(
+      {
+        status: r.status,
+        ratePerSecond: r.rate_per_second,
+        runningSince: r.running_since,
+        lastSettledAt: r.last_settled_at,
+        consecutiveFailures: r.consecutive_failures,
+        lastError: r.last_error,
+        lastErrorAt: r.last_error_at,
+      },
+      r.db_now,
+      loadEnv().KEYWARD_REPLAY_TIMEOUT_MS,
+    ),
   };
 }
 
@@ -292,8 +317,15 @@ export async function changeReplay(
     if (!t.from.includes(row.status)) {
       throw KeywardError.conflict("invalid_state", `cannot ${action} a ${row.status} replay (only ${t.from.join(" or ")})`);
     }
-    // Raw SQL: finished by the database clock, like every time the executor writes.
-    await tx.execute(`UPDATE replays SET status = $2, finished_at = CASE WHEN $2 = 'cancelled' THEN now() END WHERE id = $1::uuid`, [id, t.to]);
+    // Raw SQL: finished by the database clock, like every time the executor writes. A resume starts the
+    // health clock again: a paused time is no stall, earlier failures no streak.
+    await tx.execute(
+      `UPDATE replays SET status = $2, finished_at = CASE WHEN $2 = 'cancelled' THEN now() END,
+              running_since = CASE WHEN $2 = 'running' THEN now() ELSE running_since END,
+              consecutive_failures = CASE WHEN $2 = 'running' THEN 0 ELSE consecutive_failures END
+       WHERE id = $1::uuid`,
+      [id, t.to],
+    );
     let cancelledItems = 0;
     if (action === "cancel") {
       const [{ n }] = await tx.query<{ n: number }>(`${CANCEL_ITEMS_SQL} SELECT count(*)::int AS n FROM it`, [id, actorOf(actor)]);
@@ -311,6 +343,7 @@ export async function changeReplay(
       tx,
     );
   }, { ...TX, db });
+  if (action === "resume") wakeReplayWorkers();
   return getReplaySummary(id, db);
 }
 

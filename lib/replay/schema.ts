@@ -7,6 +7,7 @@ import { z } from "zod";
 import { sourceName } from "../claims/schema";
 import { instant, storableText } from "../http/fields";
 import { cursorParam } from "../pagination";
+import type { ReplayHealth } from "./health";
 
 export const CATEGORIES = ["alive", "expiring", "expired_processed", "never_processed", "in_flight"] as const;
 export const category = z.enum(CATEGORIES);
@@ -63,6 +64,8 @@ export type Preflight = {
   extendedAt: string | null;
   /** True when the filter selected more than MAX_PREFLIGHT_ITEMS pending letters (the oldest failures were taken). */
   truncated: boolean;
+  /** The finished replay whose failed items this preflight retries (POST /api/v1/replays/{id}/retry-failed), else null. */
+  retryOf: string | null;
   counts: PreflightCounts;
   items: PreflightItem[];
 };
@@ -73,8 +76,6 @@ export const MAX_CONCURRENCY = 32;
 export const DEFAULT_CONCURRENCY = 4;
 /** A forced replay (one that includes expired_processed) says why in at least this many characters. */
 export const MIN_FORCE_REASON = 10;
-/** Attempts per item before it is `failed`. */
-export const MAX_ATTEMPTS = 5;
 
 export const startReplayRequest = z.strictObject({
   preflightId: uuid,
@@ -111,6 +112,16 @@ export const listReplaysQuery = z.strictObject({
 });
 export type ListReplaysQuery = z.output<typeof listReplaysQuery>;
 
+/** An attempt's place in a dead letter's attempt list: its time (written from the executor's clock, to the millisecond) and id. */
+const attemptPosition = z.strictObject({ at: instant, id: z.string().regex(/^\d{1,19}$/) });
+
+/** GET /api/v1/dead-letters/{id}/attempts's query. */
+export const listAttemptsQuery = z.strictObject({
+  limit: z.coerce.number().int().min(1).max(200).default(50),
+  cursor: cursorParam(attemptPosition).optional(),
+});
+export type ListAttemptsQuery = z.output<typeof listAttemptsQuery>;
+
 export type ReplaySummary = {
   id: string;
   source: string;
@@ -128,6 +139,8 @@ export type ReplaySummary = {
   /** Where the executor sends this replay's items now (the source's destination, read at each batch); null before its first batch. */
   destination: string | null;
   counts: Record<Outcome, number>;
+  /** ok, stalled or failing, computed when read (lib/replay/health.ts), with the latest failure. */
+  health: ReplayHealth;
 };
 
 export type ReplayItemResult = {

@@ -21,6 +21,28 @@ const audit = (kind: string, at: string, detail: Record<string, unknown> | null 
   detail,
 });
 
+describe("explainEvent headline (the whole story)", () => {
+  it("after a dead-letter and a forced replay it tells every step, not only 'Processed at T'", () => {
+    const rows = [
+      audit("claimed", "2026-11-20T10:00:00.000Z", { expiresAt: "2026-11-27T10:00:00.000Z" }),
+      audit("dead_lettered", "2026-11-20T10:05:00.000Z", { deadLetterId: "d1", error: "timeout" }),
+      audit("replayed", "2026-12-01T09:00:00.000Z", { replayId: "r1", outcome: "failed", error: "HTTP 500 Internal Server Error" }),
+      audit("replayed", "2026-12-01T09:30:00.000Z", { replayId: "r2", outcome: "delivered", forced: true }),
+    ];
+    const e = explainEvent(key(null), rows, NOW);
+    expect(e.headline).toBe(
+      "Processed at 2026-11-20T10:00:00.000Z; dead-lettered at 2026-11-20T10:05:00.000Z (timeout); " +
+        "replayed at 2026-12-01T09:00:00.000Z → failed (HTTP 500 Internal Server Error); replayed at 2026-12-01T09:30:00.000Z → delivered.",
+    );
+    expect(e.sentence).toMatch(/^Processed at 2026-11-20T10:00:00.000Z; key expired/);
+  });
+
+  it("is the key's sentence when the history holds only claims", () => {
+    const e = explainEvent(key(null), [audit("claimed", "2026-11-20T10:00:00.000Z", { expiresAt: "2026-11-27T10:00:00.000Z" })], NOW);
+    expect(e.headline).toBe(e.sentence);
+  });
+});
+
 describe("explainEvent", () => {
   it("a live key: processed at its claim, alive until its expiry, duplicates from the key", () => {
     const claimed = audit("claimed", "2026-12-01T10:00:00.123456Z", { expiresAt: "2026-12-08T10:00:00.123+00:00" });

@@ -114,7 +114,7 @@ const RAW_BODIES: { name: string; body: string | Buffer; type?: string | null }[
 /** Tables a refused request must not add to (metric_samples and claim_counts move on their own schedule). */
 const TABLES = [
   "dedup_keys", "audit_events", "dead_letters", "sources", "api_keys", "auth_users", "auth_sessions", "auth_accounts",
-  "replays", "replay_items", "replay_preflights", "replay_preflight_items", "prune_runs", "settings", "sign_in_throttle", "inlets",
+  "replays", "replay_items", "replay_preflights", "replay_preflight_items", "replay_attempts", "prune_runs", "settings", "sign_in_throttle", "inlets",
 ];
 /** A refused sign-in is recorded on purpose (the action log and the throttle). */
 const RECORDS_REFUSALS: Record<string, string[]> = { "POST /api/v1/session": ["audit_events", "sign_in_throttle"] };
@@ -264,6 +264,14 @@ function validBody(label: string): Record<string, unknown> | undefined {
       source: f.source, deadLetterIds: [f.deadLetterId], replayWindowSeconds: 3600,
     }),
     "POST /api/v1/replays": () => ({ preflightId: f.preflightId, include: ["never_processed"], force: { reason: "fuzzing the replay start" }, ratePerSecond: 1, concurrency: 1 }),
+    // Valid, and changing nothing: an id nobody has; a filter nothing matches (so a mutation of one field
+    // cannot settle the fixtures' letters either).
+    "POST /api/v1/dead-letters/discard": () => ({ ids: [UUID], reason: "fuzzing the discard route" }),
+    "POST /api/v1/dead-letters/resolve": () => ({
+      filter: { source: f.source, status: "pending", failedSince: "2099-01-01T00:00:00Z", error: "no letter has this error" },
+      expectedCount: 0,
+      reason: "fuzzing",
+    }),
     "POST /api/v1/maintenance/prune": () => ({ batchSize: 10, pauseMs: 0, budgetMs: 100 }),
     "POST /api/v1/maintenance/prune/external": () => ({ batchSize: 10 }),
   };

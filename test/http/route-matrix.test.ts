@@ -98,6 +98,11 @@ describe("every route under app/api declares who may call it", () => {
       "GET /api/v1/sources/[name]/advice",
       "GET /api/v1/sources/[name]/late-duplicates",
       "POST /api/v1/sources/[name]/preview",
+      // Replay operations (issue 13 §8-12): retry failed, per-attempt evidence, discard and resolve.
+      "POST /api/v1/replays/[id]/retry-failed",
+      "GET /api/v1/dead-letters/[id]/attempts",
+      "POST /api/v1/dead-letters/discard",
+      "POST /api/v1/dead-letters/resolve",
     ]) {
       expect(exportsFound.map(label)).toContain(r);
     }

@@ -57,6 +57,23 @@ describe("startJobs", () => {
     release();
   });
 
+  it("wake(name) runs an idle job's pass at once, and a busy job's right after its pass, never two at a time", async () => {
+    const { job, seen } = counted("hourly", 3_600_000, 20);
+    const jobs = start([job]);
+    jobs.wake("hourly");
+    await vi.waitFor(() => expect(seen.passes).toBe(1), { timeout: 5000, interval: 5 });
+    jobs.wake("hourly");
+    await vi.waitFor(() => expect(seen.running).toBe(1), { timeout: 5000, interval: 1 });
+    jobs.wake("hourly"); // during the pass: once more after it
+    await vi.waitFor(() => expect(seen.passes).toBe(3), { timeout: 5000, interval: 5 });
+    expect(seen.maxRunning).toBe(1);
+    jobs.wake("no such job"); // ignored
+    await jobs.stop();
+    jobs.wake("hourly"); // after stop: nothing
+    await pause(30);
+    expect(seen.passes).toBe(3);
+  });
+
   it("logs a failing pass with the job's name and runs the job again", async () => {
     const log: string[] = [];
     let calls = 0;

@@ -189,6 +189,7 @@ describe("headline figures", () => {
       keys: { alive: 12, inFlight: 0, leaseLapsed: 0, expired: 3 },
       lastHour: { claimed: 0, duplicate: 0, inFlight: 0, payloadMismatch: 0 },
     },
+    replays: { running: 0, unhealthy: 0, stalled: 0, failing: 0 },
     sources: [],
   };
   const withSample = (keys: Partial<Overview["totals"]["keys"]>, s: Partial<MetricSample> = {}): Overview => ({

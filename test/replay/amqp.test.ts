@@ -41,8 +41,9 @@ afterAll(async () => {
   await closeAmqpConnections();
 });
 
-function worker(): ReplayWorker {
-  const w = startReplayWorker({ pollMs: 50, leaseSeconds: 5, timeoutMs: 5000, log: (m) => console.error(`[worker] ${m}`) });
+/** A worker driving only `source`'s replays (other files' workers run beside this file's on one database). */
+function worker(source: string): ReplayWorker {
+  const w = startReplayWorker({ pollMs: 50, leaseSeconds: 5, timeoutMs: 5000, log: (m) => console.error(`[worker] ${m}`), sources: () => [source] });
   workers.push(w);
   return w;
 }
@@ -73,7 +74,7 @@ async function lettersThroughInlet(t: Topology, source: string, messages: { key:
 async function replayAll(source: string): Promise<string> {
   const pf = await createPreflight({ source }, ACTOR);
   const { replayId } = await startReplay(parseInput(startReplayRequest, { preflightId: pf.preflightId, include: ["never_processed"], ratePerSecond: 100 }), uniq("k"), ACTOR);
-  worker();
+  worker(source);
   await eventually(async () => ((await getReplay(replayId)).status === "completed" ? true : undefined), "the replay to complete", 60_000);
   return replayId;
 }

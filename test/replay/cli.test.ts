@@ -1,4 +1,4 @@
-/** `keyward replay list/show/pause/resume/cancel` as a user runs it (a child process on this run's database). */
+/** `keyward replay list/show/pause/resume/cancel/retry-failed` as a user runs it (a child process on this run's database). */
 import { execFile } from "node:child_process";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
@@ -33,6 +33,8 @@ describe("keyward replay", { timeout: 240_000 }, () => {
     expect(list.stdout).toMatch(/^ID\s+SOURCE\s+STATUS\s+TOTAL/);
     expect(list.stdout).toContain(replayId);
     expect(list.stdout).toMatch(/running\s+2\s+0/);
+    expect(list.stdout).toMatch(/\bHEALTH\b/);
+    expect(list.stdout).toMatch(/\s0\s+ok\s/);
 
     const shown = await keyward("replay", "show", replayId, "--json");
     expect(shown.code).toBe(0);
@@ -49,6 +51,20 @@ describe("keyward replay", { timeout: 240_000 }, () => {
     const text = await keyward("replay", "show", replayId);
     expect(text.stdout).toContain(`replay ${replayId} of ${source}: cancelled, 2/2 settled`);
     expect(text.stdout).toContain("  sent to http://127.0.0.1:9/never");
+    expect(text.stdout).toContain("  health ok");
+
+    // retry-failed: nothing failed yet (exit 1, the reason); with a failure, a new preflight of it.
+    const none = await keyward("replay", "retry-failed", replayId);
+    expect(none.code).toBe(1);
+    expect(none.stderr).toMatch(/no failed items/);
+    await sql(
+      "UPDATE replay_items SET outcome = 'failed', last_error = 'HTTP 500 Internal Server Error' WHERE replay_id = $1 AND seq = 0",
+      [replayId],
+    );
+    const retried = await keyward("replay", "retry-failed", replayId);
+    expect(retried.code).toBe(0);
+    expect(retried.stdout).toMatch(new RegExp(`^preflight [0-9a-f-]{36} of ${source} \\(retry of replay ${replayId}\\): 1 item\\(s\\)`));
+    expect(retried.stdout).toContain("never_processed 1");
 
     const missing = await keyward("replay", "show", "00000000-0000-4000-8000-000000000000");
     expect(missing.code).toBe(1);

@@ -9,17 +9,9 @@ import http from "node:http";
 import type { AddressInfo } from "node:net";
 import { Webhook } from "standardwebhooks";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import {
-  backoffCeilingMs,
-  backoffMs,
-  deliverOnce,
-  encodeEventIdHeader,
-  RateLimiter,
-  signWebhook,
-  webhookIdFor,
-  USER_AGENT,
-  type LimiterClock,
-} from "../../lib/replay/deliver";
+import { deliverOnce, encodeEventIdHeader, signWebhook, webhookIdFor, USER_AGENT } from "../../lib/replay/deliver";
+import { backoffCeilingMs, backoffMs } from "../../lib/replay/backoff";
+import { RateLimiter, type LimiterClock } from "../../lib/replay/rate-limiter";
 import { freePort } from "../setup/server";
 
 const SECRET = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";

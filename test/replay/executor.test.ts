@@ -12,7 +12,9 @@ import { claimEvent } from "../../lib/claims/claim";
 import { cliPrincipal } from "../../lib/auth/principal";
 import { createPreflight } from "../../lib/replay/preflight";
 import { getReplay, startReplay } from "../../lib/replay/replays";
-import { afterAttempt, batchSize, startReplayWorker, type ReplayWorker } from "../../lib/replay/executor";
+import { startReplayWorker, type ReplayWorker } from "../../lib/replay/executor";
+import { afterAttempt } from "../../lib/replay/attempts";
+import { batchSize } from "../../lib/replay/feed";
 import { makeSource, sql, uniq } from "../setup/db";
 import { readyForReplay, seedDeadLetters, setKeyExpiry } from "../setup/replay";
 import { startReplayRequest } from "../../lib/replay/schema";
@@ -68,8 +70,12 @@ afterAll(async () => {
   for (const c of cleanup.reverse()) await c();
 });
 
+/** The sources of this file: its workers drive only their replays (other files' workers run beside them). */
+const sources: string[] = [];
+
 async function setup(n: number, processedAlready: number) {
   const source = await makeSource(7 * 86400);
+  sources.push(source);
   const ref: { secret?: string } = {};
   const rx = await miniReceiver(source, ref);
   cleanup.push(() => rx.close());
@@ -82,7 +88,7 @@ async function setup(n: number, processedAlready: number) {
 }
 
 function worker(o: Parameters<typeof startReplayWorker>[0] = {}): ReplayWorker {
-  const w = startReplayWorker({ pollMs: 50, leaseSeconds: 5, timeoutMs: 5000, log: (m) => console.error(`[worker] ${m}`), ...o });
+  const w = startReplayWorker({ pollMs: 50, leaseSeconds: 5, timeoutMs: 5000, log: (m) => console.error(`[worker] ${m}`), sources: () => sources, ...o });
   workers.push(w);
   return w;
 }
@@ -152,6 +158,42 @@ describe("the executor", () => {
     );
     expect(dl.status).toBe("pending");
     expect(dl.last_replay_error).toMatch(/unsafe/);
+  });
+
+  it("batched re-check: a key that turns unsafe after its batch was leased, just before its send, is skipped", async () => {
+    const { source, rx, events } = await setup(3, 3);
+    const pf = await createPreflight({ source }, ACTOR);
+    const { replayId } = await startReplay(parseInput(startReplayRequest, { preflightId: pf.preflightId, include: ["alive"], ratePerSecond: 200, concurrency: 1 }), uniq("k"), ACTOR);
+    // While the first is being delivered (the whole batch is leased by then), the others' keys lapse.
+    let first: string | undefined;
+    rx.onRequest = async (id) => {
+      if (first) return;
+      first = id;
+      for (const e of events) if (e !== id) await setKeyExpiry(source, e, -1);
+    };
+    worker({ recheckMaxAgeMs: 0 }); // every send re-reads its facts
+    await expect.poll(async () => (await getReplay(replayId)).status, { ...POLL, message: "completion" }).toBe("completed");
+    const byEvent = Object.fromEntries((await getReplay(replayId)).items.map((i) => [i.eventId, i.outcome]));
+    expect(byEvent).toEqual(Object.fromEntries(events.map((e) => [e, e === first ? "delivered" : "skipped_unsafe"])));
+    expect(rx.requests).toBe(1);
+  });
+
+  it("batched re-check: facts older than RECHECK_MAX_AGE_MS (500 ms) at a send are read again (a slow delivery before it)", async () => {
+    const { source, rx, events } = await setup(3, 3);
+    const pf = await createPreflight({ source }, ACTOR);
+    const { replayId } = await startReplay(parseInput(startReplayRequest, { preflightId: pf.preflightId, include: ["alive"], ratePerSecond: 200, concurrency: 1 }), uniq("k"), ACTOR);
+    let first: string | undefined;
+    rx.onRequest = async (id) => {
+      if (first) return;
+      first = id;
+      for (const e of events) if (e !== id) await setKeyExpiry(source, e, -1);
+      await new Promise((r) => setTimeout(r, 1500)); // longer than RECHECK_MAX_AGE_MS
+    };
+    worker();
+    await expect.poll(async () => (await getReplay(replayId)).status, { ...POLL, message: "completion" }).toBe("completed");
+    const byEvent = Object.fromEntries((await getReplay(replayId)).items.map((i) => [i.eventId, i.outcome]));
+    expect(byEvent).toEqual(Object.fromEntries(events.map((e) => [e, e === first ? "delivered" : "skipped_unsafe"])));
+    expect(rx.requests).toBe(1);
   });
 
   it("a worker stopped mid-replay loses nothing: its items go back, another worker finishes, nothing processed twice", async () => {

@@ -81,7 +81,7 @@ async function replayAll(letters: Letter[]): Promise<{ rx: Receiver; byEvent: Ma
   const pf = await createPreflight({ source }, ACTOR);
   expect(pf.counts).toMatchObject({ never_processed: letters.length });
   const { replayId } = await startReplay(parseInput(startReplayRequest, { preflightId: pf.preflightId, include: ["never_processed"], ratePerSecond: 200 }), uniq("k"), ACTOR);
-  workers.push(startReplayWorker({ pollMs: 50, leaseSeconds: 5, timeoutMs: 5000, log: (m) => console.error(`[worker] ${m}`) }));
+  workers.push(startReplayWorker({ pollMs: 50, leaseSeconds: 5, timeoutMs: 5000, log: (m) => console.error(`[worker] ${m}`), sources: () => [source] }));
   await expect.poll(async () => (await getReplay(replayId)).status, { timeout: 30_000, interval: 100 }).toBe("completed");
   const byEvent = new Map<string, Delivery[]>();
   for (const d of rx.deliveries) {

@@ -43,8 +43,10 @@ const NOW = Date.parse("2026-12-02T12:00:00Z");
 const H = 3_600_000;
 const iso = (ms: number) => new Date(ms).toISOString();
 
-function dl(over: Partial<DeadLetter> & { id: string }): DeadLetter {
+/** A dead letter; its key `processed` unless said otherwise (the audit history says it was processed). */
+function dl({ key, ...over }: Omit<Partial<DeadLetter>, "key"> & { id: string; key?: Omit<DeadLetter["key"], "processed"> & { processed?: boolean } }): DeadLetter {
   return {
+    key: { state: "alive", expiresAt: iso(NOW + 48 * H), ...key, processed: key?.processed ?? true },
     source: "billing",
     eventId: `evt_${over.id}`,
     eventType: "charge",
@@ -55,7 +57,6 @@ function dl(over: Partial<DeadLetter> & { id: string }): DeadLetter {
     status: "pending",
     receivedAt: iso(NOW - 10 * H),
     settledAt: null,
-    key: { state: "alive", expiresAt: iso(NOW + 48 * H) },
     ...over,
   };
 }
@@ -73,6 +74,7 @@ const preflight = (c: Partial<PreflightCounts>, extendedAt: string | null = null
   windowSeconds: 3600,
   extendedAt,
   truncated: false,
+  retryOf: null,
   counts: counts(c),
   items: [],
 });
@@ -134,7 +136,7 @@ describe("countRows", () => {
 });
 
 describe("keysAtRisk", () => {
-  it("keeps pending ones with no live key or a key expiring within 24 h, soonest (oldest) first", () => {
+  it("keeps pending ones with no live key that were processed, or a key expiring within 24 h, soonest (oldest) first", () => {
     const items = [
       dl({ id: "later", key: { state: "alive", expiresAt: iso(NOW + 20 * H) } }),
       dl({ id: "safe", key: { state: "alive", expiresAt: iso(NOW + 30 * H) } }),
@@ -143,6 +145,9 @@ describe("keysAtRisk", () => {
       dl({ id: "gone-recent", key: { state: "expired", expiresAt: iso(NOW - 1 * H) } }),
       dl({ id: "gone-unknown", key: { state: "expired", expiresAt: null } }),
       dl({ id: "never", key: { state: "none", expiresAt: null } }),
+      // No live key, but never processed (never claimed, or released): a replay is safe, not at risk.
+      dl({ id: "never-claimed", key: { state: "none", expiresAt: null, processed: false } }),
+      dl({ id: "released", key: { state: "expired", expiresAt: iso(NOW - 2 * H), processed: false } }),
       dl({ id: "delivered", status: "delivered", key: { state: "expired", expiresAt: iso(NOW - H) } }),
       dl({ id: "flight", key: { state: "in_flight", expiresAt: iso(NOW + H) } }),
     ];
@@ -177,9 +182,9 @@ describe("keysAtRisk", () => {
 
   it("words the panel headline from the server's counts, or nothing when none is at risk", () => {
     expect(keyRiskHeadline({ expired: 0, expiringSoon: 0 })).toBeNull();
-    expect(keyRiskHeadline({ expired: 1, expiringSoon: 0 })).toBe("Pending dead letters at risk: 1 with no live key (expired, or never claimed).");
+    expect(keyRiskHeadline({ expired: 1, expiringSoon: 0 })).toBe("Pending dead letters at risk: 1 processed before and no live key any more.");
     expect(keyRiskHeadline({ expired: 2, expiringSoon: 1200 })).toBe(
-      "Pending dead letters at risk: 2 with no live key (expired, or never claimed), 1,200 whose keys expire within 24 h.",
+      "Pending dead letters at risk: 2 processed before and no live key any more, 1,200 whose keys expire within 24 h.",
     );
   });
 });

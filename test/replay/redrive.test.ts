@@ -7,7 +7,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { deliverOnce } from "../../lib/replay/deliver";
-import { batchSize } from "../../lib/replay/executor";
+import { batchSize } from "../../lib/replay/feed";
 import { call, signedInUser } from "../setup/auth";
 import { makeSource, uniq } from "../setup/db";
 import { expireKey, makeApiKey } from "../setup/http";
@@ -274,7 +274,7 @@ describe("re-drive", { timeout: 240_000 }, () => {
     // Give a stray worker the chance to send what it should not, then count.
     await new Promise((res) => setTimeout(res, 1500));
     const after = s.receiver.snapshot().requests;
-    // At most the batch the worker had already leased (its size: lib/replay/executor.ts batchSize).
+    // At most the batch the worker had already leased (its size: lib/replay/feed.ts batchSize).
     expect(after - requestsAtCancel).toBeLessThanOrEqual(batchSize(rate, concurrency));
     const final = await getReplay(id);
     expect(final.status).toBe("cancelled");

@@ -260,8 +260,11 @@ describe("GET /api/v1/replays and GET /api/v1/dead-letters", () => {
     const all = await call(deadLettersRoute, { key, path: `/api/v1/dead-letters?source=${source}` });
     expect(all.status).toBe(200);
     expect(all.body.counts).toMatchObject({ total: 5, bySource: [{ source, count: 5 }], byError: [{ error: "consumer crashed", count: 5 }] });
-    // processed: expired key; fresh: no key → 2 without a live key; expiring within 24 h: expiring (30 s)
-    expect(all.body.counts.keyRisk).toEqual({ expired: 2, expiringSoon: 1 });
+    // processed: expired key and processed → at risk; fresh: no key but never processed → safe, not counted;
+    // expiring within 24 h: expiring (30 s)
+    expect(all.body.counts.keyRisk).toEqual({ expired: 1, expiringSoon: 1 });
+    const processedFlag = Object.fromEntries(all.body.items.map((i: any) => [i.eventId, i.key.processed]));
+    expect(processedFlag).toMatchObject({ [events.processed]: true, [events.fresh]: false, [events.alive]: false });
     const state = Object.fromEntries(all.body.items.map((i: any) => [i.eventId, i.key.state]));
     expect(state).toEqual({ [events.alive]: "alive", [events.expiring]: "alive", [events.processed]: "expired", [events.fresh]: "none", [events.flight]: "in_flight" });
 

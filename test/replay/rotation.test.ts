@@ -69,7 +69,7 @@ async function slowReplay(n: number) {
   await seedDeadLetters(source, events);
   const pf = await createPreflight({ source }, ACTOR);
   const { replayId } = await startReplay(parseInput(startReplayRequest, { preflightId: pf.preflightId, include: ["never_processed"], ratePerSecond: 4, concurrency: 1 }), uniq("k"), ACTOR);
-  workers.push(startReplayWorker({ pollMs: 50, leaseSeconds: 5, timeoutMs: 5000, log: () => {} }));
+  workers.push(startReplayWorker({ pollMs: 50, leaseSeconds: 5, timeoutMs: 5000, log: () => {}, sources: () => [source] }));
   return { source, rx, events, replayId, secret };
 }
 

@@ -12,7 +12,8 @@
  * 503 injected failure (before claiming, so the event stays unclaimed) · 503 in_flight (another handler
  * holds the claim: try later) · 503 when the claim API fails · 409 payload_mismatch · 413 body > 1 MiB.
  *
- * Knobs: `failureRate` (0..1, decided by a seeded random so a run is reproducible), `latencyMs` (added
+ * Knobs: `failureRate` (0..1, decided by a seeded random so a run is reproducible; `failStatus` and
+ * `failBody` say what such a failure answers), `hang` (never answer), `latencyMs` (added
  * before the claim), `leaseSeconds` (claim with a lease and complete it after processing, as a handler
  * with real work would; without it the claim is done at once: one round trip per event).
  */
@@ -42,6 +43,11 @@ export type ReceiverOptions = {
   payloadHash?: boolean;
   /** Event type when the body has no string `type` field (default "replayed"). */
   eventType?: string;
+  /** The status and body of an injected failure (default 503 `{"error":"injected failure"}`). */
+  failStatus?: number;
+  failBody?: string;
+  /** Never answer a verified request (it hangs until the client gives up or the receiver stops). */
+  hang?: boolean;
 };
 
 export type ReceiverCounts = {
@@ -59,6 +65,8 @@ export type ReceiverCounts = {
   claimErrors: number;
   /** Claims answered `payload_mismatch` (answered 409). */
   payloadMismatches: number;
+  /** Verified requests left without an answer (the `hang` knob). */
+  hung: number;
   /** Times each event id was processed. */
   processed: Record<string, number>;
 };
@@ -120,6 +128,7 @@ export class Receiver {
     inFlight: 0,
     claimErrors: 0,
     payloadMismatches: 0,
+    hung: 0,
     processed: {},
   };
   private readonly server: http.Server;
@@ -160,6 +169,11 @@ export class Receiver {
   /** Changes the injected failure rate from now on (e.g. a receiver that recovers). */
   setFailureRate(rate: number): void {
     this.o.failureRate = rate;
+  }
+
+  /** Starts or stops hanging (requests already hanging stay so). */
+  setHang(hang: boolean): void {
+    this.o.hang = hang;
   }
 
   /** A snapshot of the counters. */
@@ -221,8 +235,17 @@ export class Receiver {
       }
     }
 
+    if (this.o.hang) {
+      this.counts.hung += 1;
+      return;
+    }
     if ((this.o.failureRate ?? 0) > 0 && this.random() < this.o.failureRate!) {
       this.counts.failures += 1;
+      if (this.o.failBody !== undefined || this.o.failStatus !== undefined) {
+        res.writeHead(this.o.failStatus ?? 503, { "content-type": "text/plain" });
+        res.end(this.o.failBody ?? "");
+        return;
+      }
       return reply(res, 503, { error: "injected failure" });
     }
     if (this.o.latencyMs) await new Promise((r) => setTimeout(r, this.o.latencyMs));

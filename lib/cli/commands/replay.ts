@@ -3,6 +3,7 @@ import type { Command } from "commander";
 import { cliPrincipal } from "../../auth/principal";
 import { parseInput } from "../../http/validate";
 import { changeReplay, getReplay, listReplays } from "../../replay/replays";
+import { retryFailed } from "../../replay/retry-failed";
 import { listReplaysQuery } from "../../replay/schema";
 import { printTable, withDatabase } from "../io";
 
@@ -32,6 +33,7 @@ export function registerReplay(program: Command): void {
             DELIVERED: String(r.counts.delivered),
             FAILED: String(r.counts.failed),
             SKIPPED: String(r.counts.skipped_unsafe),
+            HEALTH: r.health.state,
             FORCED: r.forced ? "yes" : "no",
             BY: r.createdBy,
             CREATED: r.createdAt,
@@ -56,11 +58,30 @@ export function registerReplay(program: Command): void {
         );
         console.log(`  include ${r.include.join(", ")}; ${r.ratePerSecond}/s, concurrency ${r.concurrency}; by ${r.createdBy} at ${r.createdAt}`);
         if (r.destination) console.log(`  ${r.status === "completed" || r.status === "cancelled" ? "sent" : "sending"} to ${r.destination}`);
+        console.log(`  health ${r.health.state}${r.health.reason ? `: ${r.health.reason}` : ""}`);
+        if (r.health.lastError) console.log(`  last error at ${r.health.lastErrorAt ?? "-"}: ${r.health.lastError}`);
         if (r.forced) console.log(`  forced: ${r.forceReason}`);
         if (r.failures.length) {
           console.log("failures:");
           printTable(r.failures.map((f) => ({ EVENT: f.eventId, OUTCOME: f.outcome, ATTEMPTS: String(f.attempts), REASON: f.lastError ?? "-" })));
         }
+      });
+    });
+
+  replay
+    .command("retry-failed <id>")
+    .description("a new preflight of a finished replay's failed items (confirm it in the console or with POST /api/v1/replays)")
+    .option("--json", "print the preflight as JSON")
+    .action(async (id: string, o: { json?: boolean }) => {
+      // As POST /api/v1/replays/{id}/retry-failed (no body: the id is checked by retryFailed, 404 when unknown).
+      await withDatabase(async () => {
+        const pf = await retryFailed(id, cliPrincipal());
+        if (o.json) return console.log(JSON.stringify(pf, null, 2));
+        const c = pf.counts;
+        console.log(`preflight ${pf.preflightId} of ${pf.source} (retry of replay ${id}): ${c.total} item(s), valid until ${pf.validUntil}`);
+        console.log(
+          `  alive ${c.alive}, expiring ${c.expiring}, expired_processed ${c.expired_processed}, never_processed ${c.never_processed}, in_flight ${c.in_flight}`,
+        );
       });
     });
 

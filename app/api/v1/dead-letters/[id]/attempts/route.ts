@@ -1,0 +1,13 @@
+/**
+ * GET /api/v1/dead-letters/:id/attempts?limit&cursor — the letter's replay attempts, newest first (read):
+ * { items: [{ id, replayId, attempt, at, destination, status, latencyMs, responseBody, error, outcome }], next }.
+ * 404 when the letter is unknown; 422 naming a bad limit or cursor.
+ */
+import { listAttempts } from "@/lib/replay/attempt-list";
+import { listAttemptsQuery } from "@/lib/replay/schema";
+import { json, route } from "@/lib/http/route";
+
+export const GET = route(async ({ params, query }) => json(await listAttempts(params.id, query)), {
+  allow: ["read"],
+  query: listAttemptsQuery,
+});

@@ -1,0 +1,12 @@
+/**
+ * POST /api/v1/replays/:id/retry-failed — a new preflight of a finished replay's failed (and
+ * skipped_unsafe) items still pending (operators, as for starting a replay): 201 Preflight, with `retryOf`;
+ * confirm it with POST /api/v1/replays as any preflight. 404 unknown replay; 409 replay_not_finished
+ * (running or paused) or nothing_to_retry.
+ */
+import { retryFailed } from "@/lib/replay/retry-failed";
+import { json, route } from "@/lib/http/route";
+
+export const POST = route(async ({ params, principal }) => json(await retryFailed(params.id, principal), 201), {
+  allow: ["operator"],
+});

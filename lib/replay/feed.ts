@@ -1,0 +1,292 @@
+/**
+ * The items one replay's driver (drive.ts) is about to send: leased a batch at a time by one statement
+ * (worker-sql.ts LEASE_BATCH_SQL: the replay's status and lease, the items, their payloads and the facts of
+ * their re-check), the next batch leased while the current one is still being sent; the source's
+ * destination and secrets read again before each batch; the re-check's facts read again when they grow
+ * older than RECHECK_MAX_AGE_MS; and the replay completed once nothing is left. `next()` answers null once
+ * the driver should end (completed, paused, cancelled, its lease lost, the worker stopping, a failure).
+ */
+import "server-only";
+import { execute, query } from "../db/sql";
+import { recordAction } from "../audit/actions";
+import { KeywardError } from "../errors";
+import { replayTarget } from "../sources/signing-secret";
+import { DECIDING_KINDS, type AuditFact, type KeyFact } from "./classify";
+import { readFacts } from "./facts";
+import type { Category } from "./schema";
+import type { SettleQueue } from "./settle-queue";
+import { COMPLETE_SQL, LEASE_BATCH_SQL, type LeaseRow } from "./worker-sql";
+
+export const BATCH_MAX = 100;
+/** The re-check's facts are read again when older than this at a send (far inside SEND_MARGIN_SECONDS). */
+export const RECHECK_MAX_AGE_MS = 500;
+export const WORKER_ACTOR = "system:replay-worker";
+
+/** Items leased per batch: about half a second of sends, at least one per concurrency slot. Pure. */
+export function batchSize(ratePerSecond: number, concurrency: number): number {
+  return Math.min(BATCH_MAX, Math.max(concurrency, Math.ceil(ratePerSecond / 2)));
+}
+
+/** Lease the next batch when this few leased items are left unstarted: about 100 ms of sends. Pure. */
+export function lowWater(ratePerSecond: number, concurrency: number): number {
+  return Math.min(batchSize(ratePerSecond, concurrency) - 1, Math.max(concurrency, Math.ceil(ratePerSecond / 10)));
+}
+
+export type ReplayRow = {
+  id: string;
+  source: string;
+  rate_per_second: number;
+  concurrency: number;
+  forced: boolean;
+  created_by: string;
+  destination: string | null;
+};
+
+export type DriveOptions = {
+  workerId: string;
+  leaseSeconds: number;
+  timeoutMs: number;
+  pollMs: number;
+  /** The worker's stop: aborts deliveries in flight. */
+  signal: AbortSignal;
+  log: (msg: string) => void;
+  recheckMaxAgeMs?: number;
+  settleDelayMs?: number;
+};
+
+/**
+ * Where and with what a batch is sent: `url` is the destination as shown (an AMQP password masked),
+ * `amqpUrl` the full amqp(s) URL published to (decrypted; only for an AMQP destination).
+ */
+export type Target = { url: string; amqpUrl?: string; secrets: string[] };
+export type Facts = { key?: KeyFact; fact?: AuditFact; now: Date; /** performance.now() when the read was sent */ at: number };
+export type Leased = {
+  deadLetterId: string;
+  eventId: string;
+  category: Category;
+  attempts: number;
+  body: Buffer | null;
+  contentType: string;
+  facts: Facts;
+};
+
+export const sleep = (ms: number, signal: AbortSignal) =>
+  new Promise<void>((resolve) => {
+    if (signal.aborted) return resolve();
+    const t = setTimeout(done, ms);
+    function done() {
+      clearTimeout(t);
+      signal.removeEventListener("abort", done);
+      resolve();
+    }
+    signal.addEventListener("abort", done, { once: true });
+  });
+
+function factsOf(row: { event_id: string; expires_at: Date | null; key_status: string | null; lease_expires_at: Date | null; last_kind: string | null; last_at: Date | null }, now: Date, at: number): Facts {
+  return {
+    key: row.expires_at && row.key_status
+      ? { eventId: row.event_id, expiresAt: row.expires_at, status: row.key_status as KeyFact["status"], leaseExpiresAt: row.lease_expires_at }
+      : undefined,
+    fact: row.last_kind && row.last_at ? { eventId: row.event_id, lastKind: row.last_kind as AuditFact["lastKind"], lastAt: row.last_at } : undefined,
+    now,
+    at,
+  };
+}
+
+/**
+ * The leased items waiting to be sent, refilled a batch at a time (before the last ones are taken), and
+ * the replay's state as read with each batch. `next()` answers null once the driver should end.
+ */
+export class Feed {
+  inFlight = 0;
+  error: unknown = null;
+  /** The source's destination and signing secrets as read with the latest batch. */
+  target: Target | null = null;
+  private readonly queue: Leased[] = [];
+  private readonly stopCtl = new AbortController();
+  private refilling: Promise<void> | null = null;
+  private waiting: Promise<void> | null = null;
+  private rechecking: Promise<void> | null = null;
+  /** The last lease found fewer items than a batch: no prefetch until a refill finds a full one. */
+  private dry = false;
+  private noted: string | null;
+  private wake: (() => void) | null = null;
+  private readonly size: number;
+  private readonly low: number;
+  private readonly maxAgeMs: number;
+
+  constructor(
+    private readonly r: ReplayRow,
+    private readonly o: DriveOptions,
+    private readonly settle: SettleQueue,
+  ) {
+    this.size = batchSize(r.rate_per_second, r.concurrency);
+    this.low = lowWater(r.rate_per_second, r.concurrency);
+    this.noted = r.destination;
+    this.maxAgeMs = o.recheckMaxAgeMs ?? RECHECK_MAX_AGE_MS;
+    if (o.signal.aborted) this.stop();
+    else o.signal.addEventListener("abort", this.onWorkerStop, { once: true });
+  }
+
+  private readonly onWorkerStop = () => this.stop();
+
+  /** Stops and lets go of the worker's signal. */
+  dispose(): void {
+    this.stop();
+    this.o.signal.removeEventListener("abort", this.onWorkerStop);
+  }
+
+  /** Aborted when the driver should stop starting sends (pause, cancel, lease lost, shutdown, failure). */
+  get stopped(): AbortSignal {
+    return this.stopCtl.signal;
+  }
+
+  stop(): void {
+    if (!this.stopCtl.signal.aborted) this.stopCtl.abort(new Error("replay driver stopped"));
+  }
+
+  fail(err: unknown): void {
+    this.error ??= err;
+    this.stop();
+  }
+
+  /** An item in flight finished. */
+  notify(): void {
+    this.wake?.();
+  }
+
+  /** The items leased and never started (given back when the driver ends). */
+  takeQueued(): Leased[] {
+    return this.queue.splice(0);
+  }
+
+  async next(): Promise<Leased | null> {
+    for (;;) {
+      if (this.stopped.aborted) return null;
+      const item = this.queue.shift();
+      if (item) {
+        if (this.queue.length <= this.low && !this.dry) this.refill().catch((err) => this.fail(err));
+        return item;
+      }
+      try {
+        await (this.waiting ??= this.waitForWork().finally(() => (this.waiting = null)));
+      } catch (err) {
+        this.fail(err);
+      }
+      if (this.error) throw this.error;
+    }
+  }
+
+  /** The re-check's facts for `item` at this moment: read again (with every waiting item's) when too old. */
+  async fresh(item: Leased): Promise<{ key?: KeyFact; fact?: AuditFact; now: Date }> {
+    const old = item.facts;
+    if (performance.now() - old.at > this.maxAgeMs) {
+      // A read under way for other items may not cover this one: then one more, which does.
+      while (item.facts === old) await (this.rechecking ??= this.recheck(item).finally(() => (this.rechecking = null)));
+    }
+    const f = item.facts;
+    return { key: f.key, fact: f.fact, now: new Date(f.now.getTime() + (performance.now() - f.at)) };
+  }
+
+  private async recheck(first: Leased): Promise<void> {
+    const items = [first, ...this.queue];
+    const at = performance.now();
+    const facts = await readFacts(this.r.source, items.map((i) => i.eventId));
+    const keys = new Map(facts.keys.map((k) => [k.eventId, k]));
+    const audit = new Map(facts.audit.map((a) => [a.eventId, a]));
+    for (const i of items) i.facts = { key: keys.get(i.eventId), fact: audit.get(i.eventId), now: facts.now, at };
+  }
+
+  /** Nothing queued: lease more; when nothing is due, complete the replay or wait for retries to come due. */
+  private async waitForWork(): Promise<void> {
+    for (;;) {
+      await this.refill();
+      if (this.stopped.aborted || this.queue.length > 0) return;
+      if (this.inFlight === 0) {
+        await this.settle.drain();
+        if (await this.complete()) return this.stop();
+      }
+      // Retries waiting for their backoff, or deliveries still in flight whose results may bring more.
+      const woken = new Promise<void>((resolve) => (this.wake = resolve));
+      await Promise.race([woken, sleep(Math.min(this.o.pollMs, 1000), this.stopped)]);
+      this.wake = null;
+    }
+  }
+
+  private refill(): Promise<void> {
+    return (this.refilling ??= this.lease().finally(() => (this.refilling = null)));
+  }
+
+  private async lease(): Promise<void> {
+    if (this.stopped.aborted) return;
+    const target = await this.currentTarget();
+    if (!target) return this.stop();
+    this.target = target;
+    const at = performance.now();
+    const rows = await query<LeaseRow>(LEASE_BATCH_SQL, [this.r.id, this.size, this.o.leaseSeconds, this.o.workerId, this.r.source, [...DECIDING_KINDS]]);
+    if (rows.length === 0 || rows[0].status !== "running") {
+      // Lease lost, paused or cancelled. (Nothing was leased: the statement leases only while running.)
+      return this.stop();
+    }
+    let n = 0;
+    for (const row of rows) {
+      if (row.dead_letter_id === null) continue;
+      n++;
+      this.queue.push({
+        deadLetterId: row.dead_letter_id,
+        eventId: row.event_id,
+        category: row.category as Category,
+        attempts: row.attempts,
+        body: row.body,
+        contentType: row.content_type ?? "application/json",
+        facts: factsOf(row, row.now, at),
+      });
+    }
+    this.dry = n < this.size;
+  }
+
+  /**
+   * The source's destination and signing secrets now (read at each batch), noted on the replay when it
+   * changed; null when either went away: the replay is then paused, with the reason in the action log.
+   */
+  private async currentTarget(): Promise<Target | null> {
+    const r = this.r;
+    try {
+      const target = await replayTarget(r.source);
+      if (target.url !== this.noted) {
+        await query("UPDATE replays SET destination = $2 WHERE id = $1", [r.id, target.url]);
+        this.noted = target.url;
+      }
+      return target;
+    } catch (err) {
+      if (!(err instanceof KeywardError) || err.status !== 409) throw err;
+      const paused = await execute(
+        "UPDATE replays SET status = 'paused', worker = NULL, last_error = $2, last_error_at = now() WHERE id = $1 AND status = 'running'",
+        [r.id, `paused: ${err.message}`],
+      );
+      if (!paused) return null; // paused or cancelled meanwhile: nothing to record
+      await recordAction(WORKER_ACTOR, {
+        action: "replay.pause",
+        target: { type: "replay", id: r.id },
+        source: r.source,
+        outcome: "failed",
+        reason: err.message,
+      });
+      this.o.log(`replay ${r.id} paused: ${err.message}`);
+      return null;
+    }
+  }
+
+  /** Completes the replay when nothing is pending or delivering (recorded in the action log). */
+  private async complete(): Promise<boolean> {
+    const done = await query<{ source: string; total: number; counts: Record<string, number> }>(COMPLETE_SQL, [this.r.id]);
+    if (!done.length) return false;
+    await recordAction(WORKER_ACTOR, {
+      action: "replay.complete",
+      target: { type: "replay", id: this.r.id },
+      source: done[0].source,
+      after: { total: done[0].total, counts: done[0].counts },
+    });
+    return true;
+  }
+}
