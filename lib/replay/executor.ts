@@ -17,6 +17,7 @@
  * items; a stop (server shutdown) aborts deliveries in flight, gives their items back to pending and gives
  * the replays' leases back.
  */
+import { setMaxListeners } from "node:events";
 import os from "node:os";
 import { randomBytes } from "node:crypto";
 import { loadEnv } from "../config/env";
@@ -58,6 +59,8 @@ export function startReplayWorker(options: WorkerOptions = {}): ReplayWorker {
   const workerId = options.workerId ?? `${os.hostname()}:${process.pid}:${randomBytes(4).toString("hex")}`;
   const log = options.log ?? ((m: string) => console.error(`[keyward] ${m}`));
   const abort = new AbortController();
+  // Every delivery in flight listens to it (up to MAX_REPLAYS_PER_WORKER × 32): no leak, no warning.
+  setMaxListeners(0, abort.signal);
   const drivers = new Map<string, Promise<void>>();
   const drive = { workerId, leaseSeconds, timeoutMs, pollMs, signal: abort.signal, log, recheckMaxAgeMs: options.recheckMaxAgeMs };
   let timer: NodeJS.Timeout | undefined;
