@@ -205,11 +205,14 @@ export class Feed {
     this.handedOut.delete(item);
   }
 
-  /** Reads the facts again for every item handed out and not yet checked, and every item still queued. */
+  /**
+   * Reads the facts again for the items handed out and not yet checked and the items still queued, those
+   * read more than a quarter of RECHECK_MAX_AGE_MS ago (a batch just leased came with fresh ones).
+   */
   private async recheck(): Promise<void> {
-    const items = [...this.handedOut, ...this.queue];
-    if (items.length === 0) return;
     const at = performance.now();
+    const items = [...this.handedOut, ...this.queue].filter((i) => at - i.facts.at > this.maxAgeMs / 4);
+    if (items.length === 0) return;
     const facts = await readFacts(this.r.source, items.map((i) => i.eventId));
     const keys = new Map(facts.keys.map((k) => [k.eventId, k]));
     const audit = new Map(facts.audit.map((a) => [a.eventId, a]));
