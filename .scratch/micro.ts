@@ -49,7 +49,7 @@ async function main() {
   const w = startReplayWorker({ pollMs: 500, log: (m) => console.error(m) });
   const t0 = performance.now();
   const { replayId } = await (async () => { const x = await startReplay({ preflightId: pf.preflightId, include: ["never_processed"], ratePerSecond: rate, concurrency: conc }, `k${randomBytes(4).toString("hex")}`, A); console.log("startReplay ms", (performance.now() - t0).toFixed(0)); return x; })();
-  for (;;) { const r = await getReplay(replayId); if (r.status === "completed") break; await new Promise((x) => setTimeout(x, 50)); }
+  for (;;) { const { getReplaySummary } = await import("../lib/replay/replays"); const r = await getReplaySummary(replayId); if (r.status === "completed") break; await new Promise((x) => setTimeout(x, 50)); }
   const tEnd = performance.now();
   const ex = n / ((tEnd - t0) / 1000);
   const a = arrivals.slice(from);
