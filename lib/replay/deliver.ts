@@ -107,7 +107,7 @@ export type DeliverInput = {
 
 export type DeliverResult = { ok: boolean; status: number | null; error: string | null; retryable: boolean };
 
-/** One signed POST of `body` to `url` (send.ts classifies the outcome); never throws, never follows a redirect. */
+/** One signed POST of `body` to `url` (send-http.ts classifies the outcome); never throws, never follows a redirect. */
 export async function deliverOnce(input: DeliverInput): Promise<DeliverResult> {
   const body = typeof input.body === "string" ? Buffer.from(input.body, "utf8") : input.body;
   let headers: Record<string, string>;

@@ -92,6 +92,7 @@ export async function driveReplay(r: ReplayRow, o: DriveOptions): Promise<void> 
         settle.add(givenBack(item.deadLetterId, forcedOf(item)));
         feed.fail(err);
       } finally {
+        feed.finished(item);
         feed.inFlight--;
         feed.notify();
       }

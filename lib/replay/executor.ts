@@ -18,6 +18,7 @@
  * the replays' leases back.
  */
 import "server-only";
+import { setMaxListeners } from "node:events";
 import os from "node:os";
 import { randomBytes } from "node:crypto";
 import { loadEnv } from "../config/env";
@@ -61,6 +62,8 @@ export function startReplayWorker(options: WorkerOptions = {}): ReplayWorker {
   const workerId = options.workerId ?? `${os.hostname()}:${process.pid}:${randomBytes(4).toString("hex")}`;
   const log = options.log ?? ((m: string) => console.error(`[keyward] ${m}`));
   const abort = new AbortController();
+  // Every delivery in flight listens to it (up to MAX_REPLAYS_PER_WORKER × 32): no leak, no warning.
+  setMaxListeners(0, abort.signal);
   const drivers = new Map<string, Promise<void>>();
   const drive = { workerId, leaseSeconds, timeoutMs, pollMs, signal: abort.signal, log, recheckMaxAgeMs: options.recheckMaxAgeMs };
 

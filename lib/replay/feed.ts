@@ -7,6 +7,7 @@
  * the driver should end (completed, paused, cancelled, its lease lost, the worker stopping, a failure).
  */
 import "server-only";
+import { setMaxListeners } from "node:events";
 import { execute, query } from "../db/sql";
 import { recordAction } from "../audit/actions";
 import { KeywardError } from "../errors";
@@ -27,9 +28,12 @@ export function batchSize(ratePerSecond: number, concurrency: number): number {
   return Math.min(BATCH_MAX, Math.max(concurrency, Math.ceil(ratePerSecond / 2)));
 }
 
-/** Lease the next batch when this few leased items are left unstarted: about 100 ms of sends. Pure. */
+/**
+ * Lease the next batch when this few leased items are left unstarted: about 250 ms of sends, so the lease
+ * (and the destination's re-read) has that long to come back before the sends would wait for it. Pure.
+ */
 export function lowWater(ratePerSecond: number, concurrency: number): number {
-  return Math.min(batchSize(ratePerSecond, concurrency) - 1, Math.max(concurrency, Math.ceil(ratePerSecond / 10)));
+  return Math.min(batchSize(ratePerSecond, concurrency) - 1, Math.max(concurrency, Math.ceil(ratePerSecond / 4)));
 }
 
 export type ReplayRow = {
@@ -103,6 +107,8 @@ export class Feed {
   /** The source's destination and signing secrets as read with the latest batch. */
   target: Target | null = null;
   private readonly queue: Leased[] = [];
+  /** Items handed to a send and not yet past their re-check. */
+  private readonly handedOut = new Set<Leased>();
   private readonly stopCtl = new AbortController();
   private refilling: Promise<void> | null = null;
   private waiting: Promise<void> | null = null;
@@ -124,6 +130,7 @@ export class Feed {
     this.low = lowWater(r.rate_per_second, r.concurrency);
     this.noted = r.destination;
     this.maxAgeMs = o.recheckMaxAgeMs ?? RECHECK_MAX_AGE_MS;
+    setMaxListeners(0, this.stopCtl.signal); // every slot waiting for a token listens to it
     if (o.signal.aborted) this.stop();
     else o.signal.addEventListener("abort", this.onWorkerStop, { once: true });
   }
@@ -165,7 +172,13 @@ export class Feed {
       if (this.stopped.aborted) return null;
       const item = this.queue.shift();
       if (item) {
+        this.handedOut.add(item);
         if (this.queue.length <= this.low && !this.dry) this.refill().catch((err) => this.fail(err));
+        // Re-read the facts of the items still to be sent before they grow too old, so no send waits for it.
+        if (performance.now() - item.facts.at > this.maxAgeMs / 2 && !this.rechecking) {
+          this.rechecking = this.recheck().finally(() => (this.rechecking = null));
+          this.rechecking.catch(() => {}); // a send that needs it waits for it (fresh), and then sees its error
+        }
         return item;
       }
       try {
@@ -179,18 +192,32 @@ export class Feed {
 
   /** The re-check's facts for `item` at this moment: read again (with every waiting item's) when too old. */
   async fresh(item: Leased): Promise<{ key?: KeyFact; fact?: AuditFact; now: Date }> {
-    const old = item.facts;
-    if (performance.now() - old.at > this.maxAgeMs) {
-      // A read under way for other items may not cover this one: then one more, which does.
-      while (item.facts === old) await (this.rechecking ??= this.recheck(item).finally(() => (this.rechecking = null)));
+    // Older than allowed: wait for a read covering it. One under way may have started before the item was
+    // handed out and not cover it; the next one does (it reads every item handed out).
+    if (performance.now() - item.facts.at > this.maxAgeMs) {
+      const old = item.facts;
+      for (let i = 0; i < 2 && item.facts === old; i++) {
+        await (this.rechecking ??= this.recheck().finally(() => (this.rechecking = null)));
+      }
     }
+    this.handedOut.delete(item);
     const f = item.facts;
     return { key: f.key, fact: f.fact, now: new Date(f.now.getTime() + (performance.now() - f.at)) };
   }
 
-  private async recheck(first: Leased): Promise<void> {
-    const items = [first, ...this.queue];
+  /** An item handed out is done with (sent, skipped or given back). */
+  finished(item: Leased): void {
+    this.handedOut.delete(item);
+  }
+
+  /**
+   * Reads the facts again for the items handed out and not yet checked and the items still queued, those
+   * read more than a quarter of RECHECK_MAX_AGE_MS ago (a batch just leased came with fresh ones).
+   */
+  private async recheck(): Promise<void> {
     const at = performance.now();
+    const items = [...this.handedOut, ...this.queue].filter((i) => at - i.facts.at > this.maxAgeMs / 4);
+    if (items.length === 0) return;
     const facts = await readFacts(this.r.source, items.map((i) => i.eventId));
     const keys = new Map(facts.keys.map((k) => [k.eventId, k]));
     const audit = new Map(facts.audit.map((a) => [a.eventId, a]));
@@ -219,15 +246,18 @@ export class Feed {
 
   private async lease(): Promise<void> {
     if (this.stopped.aborted) return;
-    const target = await this.currentTarget();
-    if (!target) return this.stop();
-    this.target = target;
     const at = performance.now();
-    const rows = await query<LeaseRow>(LEASE_BATCH_SQL, [this.r.id, this.size, this.o.leaseSeconds, this.o.workerId, this.r.source, [...DECIDING_KINDS]]);
-    if (rows.length === 0 || rows[0].status !== "running") {
-      // Lease lost, paused or cancelled. (Nothing was leased: the statement leases only while running.)
-      return this.stop();
-    }
+    // The destination and secrets are read alongside; whatever happens to that read, the items leased are
+    // queued first, so that a stop (a missing destination pauses the replay) gives them back.
+    const [target, leased] = await Promise.allSettled([
+      this.currentTarget(),
+      query<LeaseRow>(LEASE_BATCH_SQL, [this.r.id, this.size, this.o.leaseSeconds, this.o.workerId, this.r.source, [...DECIDING_KINDS]]),
+    ]);
+    if (target.status === "fulfilled" && target.value) this.target = target.value;
+    if (leased.status === "rejected") throw leased.reason;
+    const rows = leased.value;
+    // No row: the lease was lost; otherwise paused or cancelled. (Nothing is leased unless running.)
+    if (rows.length === 0 || rows[0].status !== "running") return this.stop();
     let n = 0;
     for (const row of rows) {
       if (row.dead_letter_id === null) continue;
@@ -243,6 +273,8 @@ export class Feed {
       });
     }
     this.dry = n < this.size;
+    if (target.status === "rejected") throw target.reason;
+    if (!target.value) return this.stop();
   }
 
   /**

@@ -17,7 +17,7 @@ export type SettleQueueOptions = {
   workerId: string;
   /** Who the audit `replayed` rows name (the replay's creator). */
   actor: string;
-  /** Wait at most this long after the first waiting result (default 50 ms). */
+  /** Wait at most this long after the first waiting result (default 200 ms). */
   delayMs?: number;
   /** Write as soon as this many results wait (default 100). */
   maxBatch?: number;
@@ -35,7 +35,7 @@ export class SettleQueue {
   private readonly maxBatch: number;
 
   constructor(private readonly o: SettleQueueOptions) {
-    this.delayMs = o.delayMs ?? 50;
+    this.delayMs = o.delayMs ?? 200;
     this.maxBatch = o.maxBatch ?? 100;
   }
 
