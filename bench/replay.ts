@@ -246,7 +246,7 @@ export async function benchReplay(databaseUrl: string, log: (msg: string) => voi
   // A second source replaying to the bare server: the executor without the receiver's claims.
   const bareSource = (
     await createSource(
-      { name: `bench-replay-bare-${randomBytes(3).toString("hex")}`, retryWindowSeconds: 86400, queueLagSeconds: 0, clockSkewSeconds: 0, replaySeconds: 0 },
+      parseInput(createSourceRequest, { name: `bench-replay-bare-${randomBytes(3).toString("hex")}`, retryWindowSeconds: 86400, queueLagSeconds: 0, clockSkewSeconds: 0, replaySeconds: 0 }),
       ACTOR,
     )
   ).name;
