@@ -155,13 +155,16 @@ ${markdownTable(args.split, "req/s")}
 
 ${splitText}
 
-Each request to \`/api/v1/claims\` costs two statements: \`verifyApiKey\` (one indexed read of
-\`api_keys\`, which also stamps \`last_used_at\` at most once a minute) and the claim.
+Each request to \`/api/v1/claims\` costs one statement, the claim: the server checks the API key in memory
+(lib/auth/api-key-cache.ts; a revoked key is refused everywhere within 1 s). The "verifyApiKey, in-process"
+row is this benchmark process, which has no cache: one indexed read of \`api_keys\`. The 401 row's requests
+are refused before their body is read, so each closes its connection: it measures new connections too.
 
 ## How to read this
 
-- **(a) raw pg** is the baseline: a plain \`pg.Pool\` (no Prisma, no Keyward code) running
-  \`CLAIM_SQL\` from lib/claims/claim.ts with exactly the parameters the library sends. The machine is
+- **(a) raw pg** is the baseline: a plain \`pg.Pool\` (no Prisma, no Keyward code) running the library's
+  statement from lib/claims/claim.ts (\`CLAIM_ONE_SQL\` for one event, \`CLAIM_SQL\` for a batch) with
+  exactly the parameters the library sends. The machine is
   shared, so the run is interleaved: for each shape (batch size × clients) every cycle runs
   (a), X1, (a), X2, …, (a) in short slices, and each scenario's slice is divided by the mean of the (a)
   slices right before and after it. The **vs (a)** figure is the median of those ratios over the
@@ -171,20 +174,24 @@ Each request to \`/api/v1/claims\` costs two statements: \`verifyApiKey\` (one i
   pool, measured like every other scenario. It reads a little under 1× because the baseline's
   connections are busy every other slice while any other scenario's have been idle since its last
   slice: treat the control's ratio as "no difference" when reading the rows around it.
-- **(a′) bare INSERT** is the design's minimal claim, \`INSERT … ON CONFLICT DO NOTHING RETURNING event_id\`
-  with \`expires_at = now() + make_interval(secs => ttl)\`, into the same \`dedup_keys\` table (same
-  primary key and \`expires_at\` index; the extra NOT NULL columns get constants). Chosen over a
-  separate \`processed_webhooks\` table so that (a′) vs (a) isolates what the claim statement adds: the
-  audit row in the partitioned \`audit_events\` (two indexes, a jsonb detail), the source lookup for the
-  TTL, the CTEs and the RETURNING of the whole key. At 2× the bare insert claims twice as fast as
-  CLAIM_SQL, i.e. the extras halve the rate.
+- **(m) minimal claim** is the design's minimal claim (issue 15): one statement, \`INSERT … ON CONFLICT DO
+  NOTHING RETURNING\` into \`dedup_keys\` and the audit row into \`audit_events\` (same tables and
+  indexes), the TTL as a parameter, no merge, no audit detail, prepared like (a). The statement's own
+  figure is (a) ÷ (m), in the aims.
+- **(a′) bare INSERT** is that insert without the audit row, unprepared: what the key table alone costs.
 - **(b) library** is \`claimEvent\` / \`claimEvents\` in this process: zod validation, in-batch
   de-duplication, classification of the rows into answers, in-memory outcome counters (flushed every
   5 s, off the hot path) and the shared pool.
 - **(c) HTTP** is the real server (\`node bin/keyward.cjs start --no-build\`, a separate process)
   answering \`POST /api/v1/claims\` or \`/api/v1/claims/batch\` with a Bearer API key over keep-alive
-  connections (one per client). It adds Next's routing, the route wrapper, the API-key read, JSON in
-  and out, and the client's own work, all on the same ${m.cores} cores as PostgreSQL.
+  connections (one per client), from a lean HTTP/1.1 load client (test/bench/lean-client.ts; the row
+  "load from node:http's client" shows what node:http's client costs instead). It adds the server's
+  HTTP parsing, the fast lane, JSON in and out, and the client's own work, all on the same ${m.cores} cores
+  as PostgreSQL.
+- **(c-r)** is a second server, the same but with \`KEYWARD_REDIS_URL\` (the machine's Redis, in a namespace
+  of the benchmark database's own). The **duplicate storm** sends every event 10 times (1 first claim,
+  9 duplicates), as a sender retrying each delivery; the Redis aims compare (c-r) with (c), both measured
+  against the same (a) slices.
 - **duplicate claim** re-claims ids claimed during setup: \`ON CONFLICT DO UPDATE\` through
   \`keyward_merge_claim\`, which counts the duplicate (a row update, no audit row). Its ratio is to the
   first-claim (a) row of the same shape.

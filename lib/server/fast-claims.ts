@@ -24,14 +24,17 @@ export type FastClaimKind = "claim" | "batch";
 
 /** The request was answered here. */
 export const ANSWERED = null;
-/** Not answered: serve it through the route module, the body starting with `prefix` (already read). */
-export type Fallback = { prefix: Buffer[] };
+/**
+ * Not answered: serve it through the route module. `read`: the body bytes already read (null: none; the
+ * request's stream is untouched), and whether they are all of it (`complete`) or the rest is still to come.
+ */
+export type Fallback = { read: null | { prefix: Buffer[]; complete: boolean } };
 
 const BEARER = /^Bearer\s+(\S+)$/i;
 const JSON_TYPE = /^application\/(.+\+)?json\b/i;
 const UTF8 = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true });
 const ALLOW = ["claims:write"] as const;
-const NOTHING_READ: Fallback = { prefix: [] };
+const NOTHING_READ: Fallback = { read: null };
 const BASE_HEADERS: Record<string, string> = Object.fromEntries(API_HEADERS);
 
 export async function serveClaimNative(kind: FastClaimKind, req: IncomingMessage, res: ServerResponse): Promise<Fallback | null> {
@@ -54,7 +57,7 @@ export async function serveClaimNative(kind: FastClaimKind, req: IncomingMessage
   try {
     const read = await readUpTo(req, MAX_BODY_BYTES);
     chunks = read.chunks;
-    if (!read.complete) return { prefix: chunks };
+    if (!read.complete) return { read: { prefix: chunks, complete: false } };
   } catch {
     res.destroy(); // the client went away mid-body: nobody to answer
     return ANSWERED;
@@ -63,18 +66,18 @@ export async function serveClaimNative(kind: FastClaimKind, req: IncomingMessage
   try {
     body = JSON.parse(UTF8.decode(chunks.length === 1 ? chunks[0] : Buffer.concat(chunks)));
   } catch {
-    return { prefix: chunks };
+    return { read: { prefix: chunks, complete: true } };
   }
   const actor = actorOf(principal);
   try {
     if (kind === "claim") {
       const parsed = claimRequest.safeParse(body);
-      if (!parsed.success) return { prefix: chunks };
+      if (!parsed.success) return { read: { prefix: chunks, complete: true } };
       const result = await claimEvent(parsed.data, { actor });
       writeJson(res, OUTCOME_STATUS[result.outcome], JSON.stringify(result));
     } else {
       const parsed = batchClaimRequest.safeParse(body);
-      if (!parsed.success) return { prefix: chunks };
+      if (!parsed.success) return { read: { prefix: chunks, complete: true } };
       const results = await claimEvents(parsed.data, { actor });
       writeJson(res, 200, JSON.stringify({ results }));
     }

@@ -17,7 +17,7 @@ import { Readable } from "node:stream";
 import { claimBatchHandler as claimBatch, claimHandler as claim, completeHandler as complete, keyStateHandler as keyState, releaseHandler as release } from "../claims/http";
 import { metricsHandler as metrics } from "../metrics/http";
 import { observeClaimSeconds } from "../metrics/prometheus";
-import { serveClaimNative, writeResponse } from "./fast-claims";
+import { serveClaimNative, writeResponse, type Fallback } from "./fast-claims";
 
 type Params = Record<string, string>;
 type Handler = (req: Request, ctx: { params: Promise<Params> }) => Promise<Response>;
@@ -56,11 +56,11 @@ export function matchFastRoute(method: string | undefined, url: string | undefin
 
 export async function serveFast(match: FastMatch, req: IncomingMessage, res: ServerResponse): Promise<void> {
   const started = match.timed ? performance.now() : 0;
-  let prefix: Buffer[] = [];
+  let read: Fallback["read"] = null;
   if (match.timed) {
     const fallback = await serveClaimNative(match.timed, req, res);
     if (!fallback) return void observeClaimSeconds(match.timed, (performance.now() - started) / 1000);
-    prefix = fallback.prefix;
+    read = fallback.read;
   }
   const headers = new Headers();
   for (const [name, value] of Object.entries(req.headers)) {
@@ -69,7 +69,7 @@ export async function serveFast(match: FastMatch, req: IncomingMessage, res: Ser
   }
   const hasBody = req.method !== "GET" && req.method !== "HEAD";
   // The body the native lane already read (if any) goes first, then the rest of the stream.
-  const stream = prefix.length ? Readable.from(withPrefix(prefix, req)) : req;
+  const stream = read ? Readable.from(withPrefix(read.prefix, read.complete ? [] : req)) : req;
   // The handlers never read the host; a fixed origin also keeps a malformed Host header harmless.
   const request = new Request(new URL(req.url ?? "/", "http://localhost"), {
     method: req.method,
@@ -84,7 +84,7 @@ export async function serveFast(match: FastMatch, req: IncomingMessage, res: Ser
   await writeResponse(res, response, hasBody && !req.complete ? { connection: "close" } : undefined);
 }
 
-async function* withPrefix(prefix: Buffer[], rest: AsyncIterable<Buffer>): AsyncGenerator<Buffer> {
+async function* withPrefix(prefix: Buffer[], rest: AsyncIterable<Buffer> | Iterable<Buffer>): AsyncGenerator<Buffer> {
   yield* prefix;
   yield* rest;
 }
