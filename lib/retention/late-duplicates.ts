@@ -9,7 +9,7 @@
  * 1. reads the audit rows of claims after its position (late_duplicate_cursors, name CURSOR_KEY) that are at
  *    least SETTLE_SECONDS old (a claim's audit `at` is its transaction's start, so a just-committed
  *    claim may carry an older time than one already read; waiting lets them land first), oldest first,
- *    in batches of BATCH_SIZE through the audit (kind, at) index;
+ *    in batches of BATCH_SIZE from windows of at most an hour through the audit (kind, at) index;
  * 2. for each, looks up the key's previous claim or release through the audit (source, event_id, at)
  *    index: a previous `claimed` / `reclaimed_after_expiry` makes it a late duplicate (gap = the time
  *    between the two claims; a lease takeover is the same key, not a new claim), a previous `released`
@@ -21,7 +21,8 @@
  * Each batch and its new position commit together, so a crash re-reads at most one batch
  * (ON CONFLICT DO NOTHING keeps a find once).
  *
- * How it bounds its work: BATCH_SIZE audit rows per statement, batches until caught up or BUDGET_MS has
+ * How it bounds its work: BATCH_SIZE audit rows of one hour's window per statement (so its sort is bounded
+ * by an hour's claims, however far behind it is), batches until caught up or BUDGET_MS has
  * passed or the signal aborts; one instance at a time (the job lease `late_duplicates`, lib/db/lease.ts).
  * Every KEYWARD_LATE_DUPLICATES_INTERVAL_SECONDS (default 60; 0 turns it off).
  * A find shows within SETTLE_SECONDS + one interval + one run: under 3 minutes while it keeps up.
@@ -38,6 +39,8 @@ export const CURSOR_KEY = "late_duplicates";
 export const SETTLE_SECONDS = 60;
 const BATCH_SIZE = 5000;
 const BUDGET_MS = 20_000;
+/** Claims read per statement come from one window of at most this much audit time. */
+const WINDOW = "1 hour";
 const LEASE_SECONDS = 60;
 const DELETE_BATCH = 10_000;
 /** A `replayed` audit row this long after a claim marks the claim as replay-driven. */
@@ -67,12 +70,17 @@ WITH cur AS (
   SELECT coalesce(c.at, $4::timestamptz) AS at, coalesce(c.id, 0) AS id
   FROM (SELECT 1) one LEFT JOIN late_duplicate_cursors c ON c.name = $1
 ),
+-- One window of at most WINDOW after the position, ending before the settle horizon: the sort before
+-- LIMIT never holds more than one window's claims, however far behind the position is.
+bounds AS (
+  SELECT cur.at, cur.id, greatest(cur.at, least(now() - make_interval(secs => $2), cur.at + interval '${WINDOW}')) AS until
+  FROM cur
+),
 batch AS MATERIALIZED (
   SELECT a.at, a.id, a.source, a.event_id, a.event_type, a.kind, a.actor
-  FROM audit_events a CROSS JOIN cur
+  FROM audit_events a CROSS JOIN bounds b
   WHERE a.kind IN ('claimed', 'reclaimed_after_expiry')
-    AND a.at >= cur.at AND (a.at, a.id) > (cur.at, cur.id)
-    AND a.at < now() - make_interval(secs => $2)
+    AND a.at >= b.at AND (a.at, a.id) > (b.at, b.id) AND a.at < b.until
   ORDER BY a.at, a.id
   LIMIT $3
 ),
@@ -99,14 +107,21 @@ inserted AS (
   ON CONFLICT DO NOTHING
   RETURNING 1
 ),
-last AS (SELECT at, id FROM batch ORDER BY at DESC, id DESC LIMIT 1),
+scanned AS (SELECT count(*)::int AS n FROM batch),
+-- A full batch: on after its last row. Otherwise the window has been read whole: on to its end.
+next_pos AS (
+  SELECT CASE WHEN s.n = $3 THEN l.at WHEN b.until > b.at THEN b.until ELSE b.at END AS at,
+         CASE WHEN s.n = $3 THEN l.id WHEN b.until > b.at THEN 0 ELSE b.id END AS id
+  FROM bounds b CROSS JOIN scanned s
+  LEFT JOIN LATERAL (SELECT at, id FROM batch ORDER BY at DESC, id DESC LIMIT 1) l ON true
+),
 moved AS (
-  INSERT INTO late_duplicate_cursors (name, at, id, updated_at) SELECT $1, last.at, last.id, now() FROM last
+  INSERT INTO late_duplicate_cursors (name, at, id, updated_at) SELECT $1, at, id, now() FROM next_pos
   ON CONFLICT (name) DO UPDATE SET at = excluded.at, id = excluded.id, updated_at = excluded.updated_at
-  RETURNING 1
+  RETURNING at
 )
-SELECT (SELECT count(*) FROM batch)::int AS scanned, (SELECT count(*) FROM inserted)::int AS found,
-       (SELECT count(*) FROM moved)::int AS moved`;
+SELECT (SELECT n FROM scanned) AS scanned, (SELECT count(*) FROM inserted)::int AS found,
+       (SELECT at FROM moved) >= now() - make_interval(secs => $2) AS caught_up`;
 
 /** A replay's `replayed` row may land after the job has seen the claim: the last hour's finds are re-checked. */
 const MARK_REPLAY_SQL = `
@@ -135,7 +150,7 @@ export async function detectLateDuplicates(options: DetectOptions = {}): Promise
     const out: DetectOutcome = { scanned: 0, found: 0, markedReplay: 0, deleted: 0, batches: 0 };
     const stop = () => options.signal?.aborted || lost?.aborted || Date.now() >= deadline;
     for (;;) {
-      const [r] = await query<{ scanned: number; found: number }>(
+      const [r] = await query<{ scanned: number; found: number; caught_up: boolean }>(
         BATCH_SQL,
         [options.cursorKey ?? CURSOR_KEY, options.settleSeconds ?? SETTLE_SECONDS, batchSize, start],
         on,
@@ -143,7 +158,7 @@ export async function detectLateDuplicates(options: DetectOptions = {}): Promise
       out.batches++;
       out.scanned += r.scanned;
       out.found += r.found;
-      if (r.scanned < batchSize || stop()) break;
+      if (r.caught_up || stop()) break;
     }
     if (!options.signal?.aborted) {
       const marked = await query<{ n: number }>(`WITH u AS (${MARK_REPLAY_SQL} RETURNING 1) SELECT count(*)::int AS n FROM u`, [], on);

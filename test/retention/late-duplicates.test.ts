@@ -164,6 +164,20 @@ describe("the late-duplicate job", () => {
     expect(found).toBe(3);
   });
 
+  it("walks a position far behind through empty hours to now in one run, one hour's window per statement", async () => {
+    const source = await makeSource(D);
+    const e = uniq("far");
+    await audit(source, e, "claimed", 2 * D);
+    await claimEvent({ source, eventId: e, eventType: "t" });
+    const [{ at }] = await sql<{ at: Date }>("SELECT now() - interval '3 days' AS at");
+    const cursor = uniq("cur");
+    const r = await detectLateDuplicates({ cursorKey: cursor, start: at, settleSeconds: 0 });
+    expect(r.batches).toBeGreaterThanOrEqual(72); // at least one statement per hour of the 3 days
+    expect((await lateOf(source)).map((x) => x.event_id)).toEqual([e]);
+    const [pos] = await sql<{ behind: number }>("SELECT extract(epoch FROM now() - at)::float8 AS behind FROM late_duplicate_cursors WHERE name = $1", [cursor]);
+    expect(pos.behind).toBeLessThan(3600);
+  });
+
   it("lists them newest first a page at a time over the API, with a count per day; 404 unknown source, 400 bad window, 422 bad cursor", async () => {
     const { key } = await makeApiKey(["read"]);
     const source = await makeSource(D);
