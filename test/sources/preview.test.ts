@@ -6,6 +6,8 @@ import { describe, expect, it } from "vitest";
 import { POST as previewRoute } from "../../app/api/v1/sources/[name]/preview/route";
 import { cliPrincipal } from "../../lib/auth/principal";
 import { createSource, sourceReports, updateSource } from "../../lib/sources/sources";
+import { parseInput } from "../../lib/http/validate";
+import { createSourceRequest } from "../../lib/sources/schema";
 import { sql, uniq } from "../setup/db";
 import { makeApiKey } from "../setup/http";
 
@@ -27,7 +29,7 @@ describe("POST /api/v1/sources/{name}/preview", () => {
   it("answers what the change would give, exactly as the saved source then reports it, and saves nothing", async () => {
     const { key } = await makeApiKey(["read"]);
     const name = uniq("pv");
-    await createSource({ name, preset: "stripe" }, cliPrincipal());
+    await createSource(parseInput(createSourceRequest, { name, preset: "stripe" }), cliPrincipal());
     const change = { retryWindowSeconds: 4 * D, deadLetterRetentionSeconds: 5 * D };
     const r = await preview(name, change, key);
     expect(r.status).toBe(200);
@@ -56,7 +58,7 @@ describe("POST /api/v1/sources/{name}/preview", () => {
   it("refuses what PATCH refuses (422 naming the field), and 404 for an unknown source", async () => {
     const { key } = await makeApiKey(["read"]);
     const name = uniq("pv");
-    await createSource({ name, preset: "saas" }, cliPrincipal());
+    await createSource(parseInput(createSourceRequest, { name, preset: "saas" }), cliPrincipal());
     const tooLong = await preview(name, { retryWindowSeconds: 89 * D }, key);
     expect(tooLong.status).toBe(422);
     expect(tooLong.body.error.details.fields[0].field).toBe("ttlSeconds");
