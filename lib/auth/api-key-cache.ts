@@ -33,9 +33,10 @@
  * LISTEN, updated by `redis-epoch:<n>` notifications): lib/claims/redis.ts serves entries only while this
  * cache may be trusted.
  *
- * State lives on globalThis: Next's route bundles and the server's own modules are separate module
+ * State is process-wide (lib/process-global.ts): Next's route bundles and the server's own modules are separate module
  * instances in one process and must share one cache.
  */
+import { processGlobal } from "../process-global";
 import { randomBytes } from "node:crypto";
 import pg from "pg";
 import type { ApiKeyPrincipal } from "./principal";
@@ -78,8 +79,7 @@ type State = {
   misses: number;
 };
 
-const g = globalThis as unknown as { __keywardApiKeyCache?: State };
-const state: State = (g.__keywardApiKeyCache ??= {
+const state: State = processGlobal("apiKeyCache", (): State => ({
   entries: new Map(),
   generation: 0,
   confirmedSentAt: -Infinity,
@@ -88,7 +88,7 @@ const state: State = (g.__keywardApiKeyCache ??= {
   cacheKeys: false,
   hits: 0,
   misses: 0,
-});
+}));
 
 /** Whether lookups may be answered from memory now. */
 export function cacheTrusted(now = performance.now()): boolean {

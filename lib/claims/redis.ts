@@ -28,6 +28,7 @@
  * - The namespace also names the database (system identifier and database oid): two databases never share
  *   entries.
  */
+import { processGlobal } from "../process-global";
 import { createHash } from "node:crypto";
 import Redis from "ioredis";
 import { query } from "../db/sql";
@@ -76,8 +77,7 @@ type State = {
   stats: { hits: number; misses: number; errors: number; writes: number };
 };
 
-const g = globalThis as unknown as { __keywardRedis?: State };
-const state: State = (g.__keywardRedis ??= {
+const state: State = processGlobal("redis", (): State => ({
   offset: 0,
   tombstoneMs: 60_000,
   failures: 0,
@@ -85,7 +85,7 @@ const state: State = (g.__keywardRedis ??= {
   pendingDuplicates: new Map(),
   timers: [],
   stats: { hits: 0, misses: 0, errors: 0, writes: 0 },
-});
+}));
 
 export type RedisOptions = { url: string; timeoutMs: number; statementTimeoutMs: number; connectTimeoutMs: number; log: (m: string) => void };
 

@@ -11,6 +11,7 @@
  *
  * Pure parts (bucketing, merging, quantiles) are unit-tested in test/metrics/duplicate-ages.test.ts.
  */
+import { processGlobal } from "../process-global";
 
 const M = 60;
 const H = 3600;
@@ -102,11 +103,11 @@ export function duplicateAgesOf(
   return ages;
 }
 
-// On globalThis like the outcome counters: the server and Next's route bundles load separate copies.
+// Process-wide like the outcome counters (lib/process-global.ts): the server and Next\'s route bundles load separate copies.
 type AgeState = { pending: Map<string, AgeHistogram> };
-const state: AgeState = ((globalThis as { __keywardDuplicateAges?: AgeState }).__keywardDuplicateAges ??= {
+const state: AgeState = processGlobal("duplicateAges", (): AgeState => ({
   pending: new Map<string, AgeHistogram>(),
-});
+}));
 
 /** Adds a statement's duplicate ages to this process's pending histogram of `source`. */
 export function recordDuplicateAges(source: string, ages: readonly number[]): void {
