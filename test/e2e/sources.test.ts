@@ -144,7 +144,7 @@ describe("the Sources screen in Chromium", () => {
       // The Overview lists it, with what its consumer reported (here: none runs).
       await sql("UPDATE inlets SET state = 'consuming', lag_messages = 42, lag_checked_at = now() WHERE id = $1", [stored.id]);
       await page.getByRole("navigation", { name: "Console" }).getByRole("link", { name: "Overview" }).click();
-      const lag = page.getByRole("region", { name: "RabbitMQ inlets" });
+      const lag = page.getByRole("region", { name: "RabbitMQ inlets", exact: true });
       const lagRow = lag.getByRole("row", { name: new RegExp(t.dlq.replace(/\./g, "\\.")) });
       await lagRow.waitFor();
       expect(await lagRow.innerText()).toMatch(/Consuming\s+42\s+None yet/);
