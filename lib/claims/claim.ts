@@ -228,10 +228,10 @@ async function runClaim(
     });
     for (const [eventId, n] of seen) countRedisDuplicate(source, eventId, n);
   }
-  // A repeat is the answer of a claim already counted. A duplicate's age (database now() − the key's
-  // first claim, both answered by the statement) goes into the source's duplicate-age histogram; a
-  // duplicate Redis answered is counted by countRedisDuplicate.
-  if (!options.on) countClaimOutcomes(source, fromDatabase.filter((r) => !r.repeat).map((r) => r.outcome), duplicateAgesOf(fromDatabase, dbRows));
+  // A repeat is the answer of a claim already counted; duplicates Redis answered count like any other. A
+  // duplicate's age (database now() − the key's first claim, both answered by the statement) goes into the
+  // source's duplicate-age histogram; Redis keeps no first-claim time, so its answers carry no age.
+  if (!options.on) countClaimOutcomes(source, results.filter((r) => !r.repeat).map((r) => r.outcome), duplicateAgesOf(fromDatabase, dbRows));
   return results;
 }
 
