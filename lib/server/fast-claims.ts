@@ -6,7 +6,7 @@
  *
  * Anything else — no key (a session cookie), a key that is not valid or lacks the scope, another
  * content type, a body too large, bad JSON, invalid fields — is handed to the route module itself
- * (app/api/v1/claims/**, through fast-routes.ts) with the body bytes already read put back in front of
+ * (lib/claims/http.ts, re-exported by app/api/v1/claims/**, through fast-routes.ts) with the body bytes already read put back in front of
  * the rest of the stream, so every refusal is the route's own answer, byte for byte. Errors once the
  * request is accepted (unknown source, database down) are rendered by the route wrapper's own
  * errorResponse(). The answer of an accepted claim is the route's: the same status, body and headers.
