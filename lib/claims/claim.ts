@@ -30,7 +30,7 @@ import type { ClaimResult, ParsedBatchClaimRequest, ParsedClaimRequest } from ".
 import { countClaimOutcomes } from "../metrics/claim-counts";
 import { duplicateAgesOf } from "../metrics/duplicate-ages";
 import { dedupMode, forgetDedupMode, isModeMismatch } from "./mode";
-import { countRedisDuplicate, duplicateFromEntry, redisConfigured, redisDuplicates, rememberClaimRows } from "./redis";
+import { countRedisDuplicate, duplicateFromEntry, noteClaimAnswers, redisConfigured, redisDuplicates, rememberClaimRows } from "./redis";
 
 export const CLAIM_SQL: PreparedSql = { name: "keyward_claim", text: `
 WITH input AS MATERIALIZED (
@@ -231,7 +231,11 @@ async function runClaim(
   // A repeat is the answer of a claim already counted; duplicates Redis answered count like any other. A
   // duplicate's age (database now() − the key's first claim, both answered by the statement) goes into the
   // source's duplicate-age histogram; Redis keeps no first-claim time, so its answers carry no age.
-  if (!options.on) countClaimOutcomes(source, results.filter((r) => !r.repeat).map((r) => r.outcome), duplicateAgesOf(fromDatabase, dbRows));
+  if (!options.on) {
+    const outcomes = results.filter((r) => !r.repeat).map((r) => r.outcome);
+    countClaimOutcomes(source, outcomes, duplicateAgesOf(fromDatabase, dbRows));
+    if (redisConfigured()) noteClaimAnswers(source, outcomes.filter((o) => o === "duplicate").length, outcomes.length);
+  }
   return results;
 }
 

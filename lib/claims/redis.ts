@@ -46,16 +46,37 @@ const MIN_ENTRY_MS = 5_000;
 const BREAKER_FAILURES = 3;
 const BREAKER_MS = 1_000;
 const FLUSH_MS = 5_000;
+/** Entry writes wait this long to go out together (one pipeline for the claims answered meanwhile). */
+const WRITE_BATCH_MS = 10;
+const WRITE_BATCH_MAX = 256;
+/**
+ * Redis is asked only for sources whose recent claims were duplicates often enough to pay for the lookup:
+ * an exponentially weighted share of duplicates among each source's answers (Redis's and PostgreSQL's),
+ * weight 1/32 per answer. Below PROBE_MIN_SHARE a claim goes straight to PostgreSQL, which answers it
+ * correctly either way: skipping Redis only ever costs speed. A source starts at PROBE_START_SHARE.
+ */
+const PROBE_MIN_SHARE = 0.2;
+const PROBE_START_SHARE = 0.5;
+const SHARE_WEIGHT = 1 / 32;
 /** Releases wait this long for the tombstone and delete. */
 const INVALIDATE_TIMEOUT_MS = 1_000;
 
-/** Sets an entry unless its key's tombstone lives or the write is past its deadline (Redis clock). */
+/**
+ * Sets entries, each unless its key's tombstone lives or its write is past its deadline (Redis clock).
+ * KEYS: entry, tombstone, entry, tombstone, …; ARGV: value, life (ms), deadline (ms), … for each entry.
+ */
 const WRITE_SCRIPT = `
 local t = redis.call('TIME')
-if tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) > tonumber(ARGV[3]) then return 0 end
-if redis.call('EXISTS', KEYS[2]) == 1 then return 0 end
-redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
-return 1`;
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local written = 0
+for i = 1, #KEYS, 2 do
+  local a = (i - 1) / 2 * 3
+  if now <= tonumber(ARGV[a + 3]) and redis.call('EXISTS', KEYS[i + 1]) == 0 then
+    redis.call('SET', KEYS[i], ARGV[a + 1], 'PX', ARGV[a + 2])
+    written = written + 1
+  end
+end
+return written`;
 const INVALIDATE_SCRIPT = `
 redis.call('SET', KEYS[2], '1', 'PX', ARGV[1])
 redis.call('DEL', KEYS[1])
@@ -73,8 +94,13 @@ type State = {
   failures: number;
   breakerUntil: number;
   pendingDuplicates: Map<string, { source: string; eventId: string; n: number }>;
+  /** Entry writes waiting for the next batch (WRITE_BATCH_MS). */
+  pendingWrites: { key: string; tomb: string; value: string; life: number; deadline: number }[];
+  writeTimer?: NodeJS.Timeout;
+  /** Per source: the recent share of duplicates among its claims' answers (see PROBE_MIN_SHARE). */
+  duplicateShare: Map<string, number>;
   timers: NodeJS.Timeout[];
-  stats: { hits: number; misses: number; errors: number; writes: number };
+  stats: { hits: number; misses: number; skipped: number; errors: number; writes: number };
 };
 
 const state: State = processGlobal("redis", (): State => ({
@@ -83,8 +109,10 @@ const state: State = processGlobal("redis", (): State => ({
   failures: 0,
   breakerUntil: 0,
   pendingDuplicates: new Map(),
+  pendingWrites: [],
+  duplicateShare: new Map(),
   timers: [],
-  stats: { hits: 0, misses: 0, errors: 0, writes: 0 },
+  stats: { hits: 0, misses: 0, skipped: 0, errors: 0, writes: 0 },
 }));
 
 export type RedisOptions = { url: string; timeoutMs: number; statementTimeoutMs: number; connectTimeoutMs: number; log: (m: string) => void };
@@ -118,7 +146,7 @@ export async function startRedis(o: RedisOptions): Promise<void> {
       void measureOffset(c);
     });
   }
-  state.client.defineCommand("keywardWrite", { numberOfKeys: 2, lua: WRITE_SCRIPT });
+  state.client.defineCommand("keywardWrite", { lua: WRITE_SCRIPT }); // numkeys is its first argument
   state.invalidator.defineCommand("keywardInvalidate", { numberOfKeys: 2, lua: INVALIDATE_SCRIPT });
   const offsetTimer = setInterval(() => state.client && void measureOffset(state.client), 60_000);
   const flushTimer = setInterval(() => void flushRedisDuplicates().catch(() => {}), FLUSH_MS);
@@ -130,6 +158,9 @@ export async function startRedis(o: RedisOptions): Promise<void> {
 export async function stopRedis(): Promise<void> {
   for (const t of state.timers) clearInterval(t);
   state.timers = [];
+  clearTimeout(state.writeTimer);
+  state.writeTimer = undefined;
+  state.pendingWrites = [];
   await flushRedisDuplicates().catch(() => {});
   const clients = [state.client, state.invalidator];
   state.client = state.invalidator = undefined;
@@ -203,6 +234,10 @@ function answersDuplicate(e: Entry, input: ClaimInput): boolean {
 export async function redisDuplicates(source: string, events: readonly ClaimInput[]): Promise<Map<string, Entry>> {
   const hits = new Map<string, Entry>();
   if (!redisActive()) return hits;
+  if ((state.duplicateShare.get(source) ?? PROBE_START_SHARE) < PROBE_MIN_SHARE) {
+    state.stats.skipped += events.length;
+    return hits;
+  }
   const ids = [...new Set(events.map((e) => e.eventId))];
   let values: (string | null)[];
   try {
@@ -241,6 +276,16 @@ export function duplicateFromEntry(source: string, eventId: string, e: Entry, nt
   };
 }
 
+/**
+ * Learns from a claim's answers (from Redis or PostgreSQL) how often this source's claims are duplicates:
+ * what decides whether its next claims ask Redis first.
+ */
+export function noteClaimAnswers(source: string, duplicates: number, answers: number): void {
+  let share = state.duplicateShare.get(source) ?? PROBE_START_SHARE;
+  for (let i = 0; i < answers; i++) share += ((i < duplicates ? 1 : 0) - share) * SHARE_WEIGHT;
+  state.duplicateShare.set(source, share);
+}
+
 /** Adds duplicates answered from Redis to their keys' duplicate_count, at the next flush. */
 export function countRedisDuplicate(source: string, eventId: string, n: number): void {
   const k = `${source}/${eventId}`;
@@ -272,9 +317,10 @@ export async function flushRedisDuplicates(): Promise<void> {
  */
 export function rememberClaimRows(source: string, rows: readonly ClaimRow[], sentAt: number): void {
   if (!redisActive()) return;
-  const client = state.client as Redis & { keywardWrite: (...args: (string | number)[]) => Promise<number> };
   const now = Date.now();
-  const deadline = now + state.offset + WRITE_DEADLINE_MS;
+  // Checked by the script against Redis's clock: a write executed later than this is dropped. The entry's
+  // life already leaves out WRITE_DEADLINE_MS, so however long it waits in the batch, it expires before its key.
+  const deadline = Math.floor(now + state.offset + WRITE_DEADLINE_MS);
   for (const r of rows) {
     if (r.status !== "done") continue;
     const life = r.expires_at.getTime() - r.db_now.getTime() - (now - sentAt) - EXPIRY_MARGIN_MS - WRITE_DEADLINE_MS;
@@ -286,9 +332,24 @@ export function rememberClaimRows(source: string, rows: readonly ClaimRow[], sen
       r.payload_hash ?? "",
       r.attempt_id ? digest(r.attempt_id) : "",
     ].join("|");
-    state.stats.writes++;
-    client.keywardWrite(keyOf(source, r.event_id), tombOf(source, r.event_id), value, Math.floor(life), Math.floor(deadline)).catch(() => failed(client));
+    state.pendingWrites.push({ key: keyOf(source, r.event_id), tomb: tombOf(source, r.event_id), value, life: Math.floor(life), deadline });
   }
+  if (state.pendingWrites.length >= WRITE_BATCH_MAX) writePending();
+  else if (state.pendingWrites.length > 0 && !state.writeTimer) state.writeTimer = setTimeout(writePending, WRITE_BATCH_MS);
+}
+
+/** Sends the waiting entry writes in one script call. */
+function writePending(): void {
+  clearTimeout(state.writeTimer);
+  state.writeTimer = undefined;
+  const batch = state.pendingWrites;
+  state.pendingWrites = [];
+  if (batch.length === 0 || !redisActive()) return;
+  const client = state.client as Redis & { keywardWrite: (...args: (string | number)[]) => Promise<number> };
+  const keys = batch.flatMap((w) => [w.key, w.tomb]);
+  const args = batch.flatMap((w) => [w.value, w.life, w.deadline]);
+  state.stats.writes += batch.length;
+  client.keywardWrite(keys.length, ...keys, ...args).catch(() => failed(client));
 }
 
 /**

@@ -129,7 +129,7 @@ function create(): Metrics {
     }),
     redisLookups: new Gauge({
       name: "keyward_redis_lookups_total",
-      help: "Claim lookups in the Redis first line by this process: answered duplicate (hit), sent to PostgreSQL (miss), failed or too slow (error), entries written (write).",
+      help: "Claim lookups in the Redis first line by this process: answered duplicate (hit), sent to PostgreSQL (miss), not asked because the source's recent claims were rarely duplicates (skipped), failed or too slow (error), entries written (write).",
       labelNames: ["result"],
       registers,
     }),
@@ -217,6 +217,7 @@ export async function renderMetrics(): Promise<{ text: string; contentType: stri
   const redis = redisStats();
   m.redisLookups.set({ result: "hit" }, redis.hits);
   m.redisLookups.set({ result: "miss" }, redis.misses);
+  m.redisLookups.set({ result: "skipped" }, redis.skipped);
   m.redisLookups.set({ result: "error" }, redis.errors);
   m.redisLookups.set({ result: "write" }, redis.writes);
 

@@ -5,7 +5,8 @@
  *
  * Proved: a duplicate is answered from Redis without PostgreSQL and still counted (the key's duplicate_count
  * catches up); Redis never answers for a repeat of the attempt that made the key, nor for a payload
- * mismatch; a key released on one server is not answered `duplicate` from Redis by the other; with Redis
+ * mismatch; a key released on one server is not answered `duplicate` from Redis by the other; a source whose
+ * claims are rarely duplicates is not looked up in Redis until duplicates come; with Redis
  * stopped, or black-holed behind a TCP proxy, claims stay correct and answer within a bound, and Redis is
  * used again once it is back.
  */
@@ -171,6 +172,29 @@ describe("Redis first line", () => {
     }
     // The releases left tombstones: a late write of a released key's entry is refused while they live.
     expect((await entries(`kw:*:t:${source}/*`)).length).toBeGreaterThan(0);
+  });
+
+  it("asks Redis only while a source's claims are often duplicates: first claims skip it, a storm turns it back on", async () => {
+    const quiet = await makeSource();
+    const claimOf = (eventId: string) => call(a.baseUrl, "POST", "/api/v1/claims", { key, body: { source: quiet, eventType: "t", eventId } });
+    const before = await redisStats(a);
+    for (let i = 0; i < 60; i++) expect((await claimOf(uniq("first"))).status).toBe(201);
+    const after = await redisStats(a);
+    // A source starts at a 1/2 share of duplicates; each first claim moves it 1/32 of the way to 0, and
+    // below 1/5 (after 29 first claims) Redis is not asked. Other tests' servers are b and viaProxy.
+    expect((after.skipped ?? 0) - (before.skipped ?? 0)).toBeGreaterThanOrEqual(30);
+    expect((after.miss ?? 0) - (before.miss ?? 0)).toBeLessThanOrEqual(30);
+    // Duplicates (answered by PostgreSQL while Redis is skipped) raise the share until Redis is asked again.
+    const eventId = uniq("storm");
+    expect((await claimOf(eventId)).status).toBe(201);
+    for (let i = 0; ; i++) {
+      const hits = (await redisStats(a)).hit ?? 0;
+      const r = await claimOf(eventId);
+      expect(r.status).toBe(200);
+      if (((await redisStats(a)).hit ?? 0) > hits) break;
+      if (i > 100) throw new Error(`never answered from Redis again: ${JSON.stringify(await redisStats(a))}`);
+      await sleep(20);
+    }
   });
 
   it("Redis stopped: claims stay correct (first 201, then 200), releases still take effect; Redis is used again when back", async () => {
