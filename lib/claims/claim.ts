@@ -30,7 +30,7 @@ import type { ClaimResult, ParsedBatchClaimRequest, ParsedClaimRequest } from ".
 import { countClaimOutcomes } from "../metrics/claim-counts";
 import { duplicateAgesOf } from "../metrics/duplicate-ages";
 import { dedupMode, forgetDedupMode, isModeMismatch } from "./mode";
-import { countRedisDuplicate, duplicateFromEntry, noteClaimAnswers, redisConfigured, redisDuplicates, rememberClaimRows } from "./redis";
+import { countRedisDuplicate, duplicateFromEntry, noteClaimAnswers, redisConfigured, redisDuplicateAge, redisDuplicates, rememberClaimRows } from "./redis";
 
 export const CLAIM_SQL: PreparedSql = { name: "keyward_claim", text: `
 WITH input AS MATERIALIZED (
@@ -215,6 +215,7 @@ async function runClaim(
     if (!options.on && redisConfigured()) rememberClaimRows(source, rows, sentAt);
   }
   let results = fromDatabase;
+  const ages = duplicateAgesOf(fromDatabase, dbRows);
   if (hits?.size) {
     // Put the answers back in input order; each occurrence of an event Redis answered is a duplicate.
     const seen = new Map<string, number>();
@@ -224,16 +225,18 @@ async function runClaim(
       if (!entry) return fromDatabase[next++];
       const nth = (seen.get(e.eventId) ?? 0) + 1;
       seen.set(e.eventId, nth);
+      ages.push(redisDuplicateAge(entry));
       return duplicateFromEntry(source, e.eventId, entry, nth);
     });
     for (const [eventId, n] of seen) countRedisDuplicate(source, eventId, n);
   }
   // A repeat is the answer of a claim already counted; duplicates Redis answered count like any other. A
-  // duplicate's age (database now() − the key's first claim, both answered by the statement) goes into the
-  // source's duplicate-age histogram; Redis keeps no first-claim time, so its answers carry no age.
+  // duplicate's age (database now() − the key's first claim) goes into the source's duplicate-age
+  // histogram: both answered by the statement, or for Redis's answers the entry's first claim time and the
+  // database's now() as estimated from this server's last statement.
   if (!options.on) {
     const outcomes = results.filter((r) => !r.repeat).map((r) => r.outcome);
-    countClaimOutcomes(source, outcomes, duplicateAgesOf(fromDatabase, dbRows));
+    countClaimOutcomes(source, outcomes, ages);
     if (redisConfigured()) noteClaimAnswers(source, outcomes.filter((o) => o === "duplicate").length, outcomes.length);
   }
   return results;

@@ -82,7 +82,7 @@ redis.call('SET', KEYS[2], '1', 'PX', ARGV[1])
 redis.call('DEL', KEYS[1])
 return 1`;
 
-type Entry = { key: string; expiresAt: number; receivedAt: number; duplicateCount: number; payloadHash: string; attempt: string };
+export type Entry = { key: string; expiresAt: number; receivedAt: number; duplicateCount: number; payloadHash: string; attempt: string };
 
 type State = {
   client?: Redis;
@@ -90,6 +90,11 @@ type State = {
   database?: string;
   /** Redis clock − local clock, ms (measured at connect and every minute). */
   offset: number;
+  /**
+   * Database clock − local clock, ms: measured at start, then from every claim statement's now() (halfway
+   * through its round trip). Dates the duplicates Redis answers on the database's clock, as PostgreSQL's are.
+   */
+  dbOffset: number;
   tombstoneMs: number;
   failures: number;
   breakerUntil: number;
@@ -105,6 +110,7 @@ type State = {
 
 const state: State = processGlobal("redis", (): State => ({
   offset: 0,
+  dbOffset: 0,
   tombstoneMs: 60_000,
   failures: 0,
   breakerUntil: 0,
@@ -119,9 +125,11 @@ export type RedisOptions = { url: string; timeoutMs: number; statementTimeoutMs:
 
 /** Connects (in the background: claims go to PostgreSQL until it is ready). */
 export async function startRedis(o: RedisOptions): Promise<void> {
-  const [db] = await query<{ id: string }>(
-    "SELECT (SELECT system_identifier FROM pg_control_system())::text || '.' || (SELECT oid FROM pg_database WHERE datname = current_database())::text AS id",
+  const asked = Date.now();
+  const [db] = await query<{ id: string; db_now: Date }>(
+    "SELECT (SELECT system_identifier FROM pg_control_system())::text || '.' || (SELECT oid FROM pg_database WHERE datname = current_database())::text AS id, clock_timestamp() AS db_now",
   );
+  state.dbOffset = db.db_now.getTime() - (asked + Date.now()) / 2;
   state.database = createHash("sha256").update(db.id).digest("base64url").slice(0, 12);
   state.tombstoneMs = Math.max(60_000, 2 * (o.statementTimeoutMs + o.connectTimeoutMs + 1000 + WRITE_DEADLINE_MS));
   const options = {
@@ -286,6 +294,15 @@ export function noteClaimAnswers(source: string, duplicates: number, answers: nu
   state.duplicateShare.set(source, share);
 }
 
+/**
+ * The age, in seconds on the database's clock, of a duplicate Redis answers now: the key's first claim
+ * (the entry's received_at, a database time) to the database's now() as this server estimates it. Off by
+ * at most about half a claim's round trip, far below the histogram's smallest bucket (1 s).
+ */
+export function redisDuplicateAge(e: Entry): number {
+  return Math.max(0, (Date.now() + state.dbOffset - e.receivedAt) / 1000);
+}
+
 /** Adds duplicates answered from Redis to their keys' duplicate_count, at the next flush. */
 export function countRedisDuplicate(source: string, eventId: string, n: number): void {
   const k = `${source}/${eventId}`;
@@ -316,8 +333,9 @@ export async function flushRedisDuplicates(): Promise<void> {
  * `sentAt`: Date.now() when the statement was sent.
  */
 export function rememberClaimRows(source: string, rows: readonly ClaimRow[], sentAt: number): void {
-  if (!redisActive()) return;
   const now = Date.now();
+  if (rows.length > 0) state.dbOffset = rows[0].db_now.getTime() - (sentAt + now) / 2;
+  if (!redisActive()) return;
   // Checked by the script against Redis's clock: a write executed later than this is dropped. The entry's
   // life already leaves out WRITE_DEADLINE_MS, so however long it waits in the batch, it expires before its key.
   const deadline = Math.floor(now + state.offset + WRITE_DEADLINE_MS);

@@ -174,6 +174,32 @@ describe("Redis first line", () => {
     expect((await entries(`kw:*:t:${source}/*`)).length).toBeGreaterThan(0);
   });
 
+  it("a duplicate Redis answers still lands in its source's duplicate-age histogram, aged on the database's clock", async () => {
+    const own = await makeSource();
+    const claimOn = (server: TestServer, eventId: string) =>
+      call(server.baseUrl, "POST", "/api/v1/claims", { key, body: { source: own, eventType: "t", eventId } });
+    const eventId = uniq("aged");
+    expect((await claimOn(a, eventId)).status).toBe(201);
+    let duplicates = 0;
+    for (let i = 0; ; i++) {
+      const hits = (await redisStats(b)).hit ?? 0;
+      expect((await claimOn(b, eventId)).status).toBe(200);
+      duplicates++;
+      if (((await redisStats(b)).hit ?? 0) > hits) break;
+      if (i > 200) throw new Error("never answered from Redis");
+      await sleep(20);
+    }
+    // Every duplicate (PostgreSQL's answers and Redis's) has an age, under 10 s here; they reach the table
+    // with the outcome counters' flush (5 s).
+    const histogram = async () =>
+      (await sql<{ counts: number[] }>("SELECT counts FROM duplicate_ages WHERE source = $1", [own])).flatMap((r) => r.counts);
+    await vi.waitFor(async () => expect((await histogram()).reduce((n, c) => n + c, 0)).toBe(duplicates), { timeout: 15_000, interval: 250 });
+    const counts = await histogram();
+    expect(counts.length % 15).toBe(0);
+    const older = counts.filter((c, i) => i % 15 >= 2).reduce((n, c) => n + c, 0);
+    expect(older).toBe(0);
+  });
+
   it("asks Redis only while a source's claims are often duplicates: first claims skip it, a storm turns it back on", async () => {
     const quiet = await makeSource();
     const claimOf = (eventId: string) => call(a.baseUrl, "POST", "/api/v1/claims", { key, body: { source: quiet, eventType: "t", eventId } });
