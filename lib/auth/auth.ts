@@ -18,6 +18,7 @@ import { loadEnv } from "../config/env";
 import { pool } from "../db/client";
 import { query } from "../db/sql";
 import { processGlobal } from "../process-global";
+import { logAuth } from "./auth-log";
 import { oidcConfig, oidcPlugin } from "./oidc";
 import { hashSessionTokens } from "./session-tokens";
 
@@ -61,7 +62,7 @@ function authOptions(secret: string, { username, genericOAuth }: Modules) {
     basePath: "/api/auth",
     secret,
     telemetry: { enabled: false },
-    logger: { level: "error" },
+    logger: { level: "error" as const, log: logAuth },
     emailAndPassword: { enabled: true, disableSignUp: true, minPasswordLength: 12, maxPasswordLength: 256 },
     session: {
       modelName: "auth_sessions",

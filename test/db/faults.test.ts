@@ -127,6 +127,7 @@ describe("database faults through a TCP proxy", () => {
   });
 
   it("database down (connections refused): every route answers 503 + Retry-After + the error shape, for a session and for an API key", async () => {
+    const outputBefore = spawned[0].output().length;
     proxy.setMode("refuse");
     try {
       const failures: string[] = [];
@@ -168,6 +169,11 @@ describe("database faults through a TCP proxy", () => {
       expect(unavailable.status).toBe(200);
       expect(unavailable.text).toContain("Database unreachable");
       expect(unavailable.text).toContain("Retry now");
+      // The log says the database is down in one line per 10 s, not a stack trace per session check.
+      const log = spawned[0].output().slice(outputBefore);
+      expect(log).not.toMatch(/\[Better Auth\]|^\s+at /m);
+      expect(log).toMatch(/sign-in or session check failed: the database is unavailable/);
+      expect(log.match(/sign-in or session check failed/g)!.length).toBeLessThanOrEqual(3);
     } finally {
       proxy.setMode("forward");
     }
