@@ -75,8 +75,8 @@ export type RouteResponse = {
   description: string;
   /** The body's zod schema, where the domain has one (lib/<domain>/schema.ts). */
   schema?: z.ZodType;
-  /** Default application/json. */
-  contentType?: string;
+  /** Default application/json; null for an answer without a body (a redirect). */
+  contentType?: string | null;
 };
 
 /**

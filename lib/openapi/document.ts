@@ -234,6 +234,7 @@ function responsesOf(op: RouteOperation, path: string, spec: RouteSpec, id: stri
 }
 
 function responseOf(r: RouteResponse, name: string, schemas: Record<string, Json>): Json {
+  if (r.contentType === null) return { description: r.description };
   const type = r.contentType ?? "application/json";
   const schema = r.schema ? jsonSchemaOf(r.schema, name, schemas) : type === "application/json" ? { type: "object" } : { type: "string" };
   return { description: r.description, content: { [type]: { schema } } };
