@@ -199,7 +199,7 @@ function propertiesOf(json: Json): { properties: Record<string, Json>; required:
 
 const ERROR_TEXT: Record<number, string> = {
   400: "Bad request: the body is not JSON or not UTF-8 (`malformed_json`), a path segment is not valid percent-encoding (`malformed_path`), or a value the route refuses",
-  401: "Unauthorized: no credentials, a wrong or revoked API key, or an ended session",
+  401: "Unauthorized: no credentials (where the route needs them), a wrong or revoked API key, or an ended session",
   403: "Forbidden: the caller's role or scopes do not allow this, or a signed-in change came from another origin",
   404: "Not found: the thing named does not exist (the code says which)",
   409: "Conflict: the thing is in a state that does not allow this (the code says which)",
@@ -218,8 +218,10 @@ function responsesOf(op: RouteOperation, path: string, spec: RouteSpec, id: stri
   const own = spec.responses ?? { 200: { description: "OK: a JSON object" } };
   for (const [status, r] of Object.entries(own)) out[status] = responseOf(r, `${id}_${status}`, schemas);
 
-  const errors = new Set<number>([422, 500, 503, ...(spec.errors ?? [])]);
-  if ("allow" in op.handler.access) [401, 403].forEach((s) => errors.add(s));
+  // 401 on every route: a public one refuses an Authorization header that is not a valid key too (route.ts
+  // authenticate), and 422 too: a NUL in the URL is refused before any schema is read.
+  const errors = new Set<number>([401, 422, 500, 503, ...(spec.errors ?? [])]);
+  if ("allow" in op.handler.access) errors.add(403);
   if (spec.body) [400, 413, 415].forEach((s) => errors.add(s));
   if (path.includes("{")) errors.add(400);
   for (const status of [...errors].sort((a, b) => a - b)) {

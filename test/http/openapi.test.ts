@@ -144,7 +144,7 @@ describe("GET /api/v1/openapi.json", () => {
 
     const publicOp = operation("GET", "/api/v1/session")!;
     expect(publicOp.security).toEqual([]);
-    expect(publicOp.responses["401"]).toBeUndefined();
+    expect(publicOp.responses["403"]).toBeUndefined();
     const admin = operation("PATCH", "/api/v1/users/{username}")!;
     expect(admin.security).toEqual([{ apiKey: [] }, { session: [] }]);
     expect(admin["x-keyward-allow"]).toEqual(["admin"]);

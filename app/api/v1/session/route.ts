@@ -29,7 +29,7 @@ export const POST = route(
     body: signInRequest,
     maxBodyBytes: 4096,
     summary: "Sign in with username and password (sets the session cookie)",
-    errors: [401, 403, 429],
+    errors: [403, 429],
   },
 );
 

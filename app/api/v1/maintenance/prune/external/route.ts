@@ -19,5 +19,5 @@ export const POST = route(async ({ body }) => json(await pruneExpiredKeys({ ...b
   optionalBody: true,
   maxBodyBytes: 4096,
   summary: "Prune now, for an external scheduler sending X-Keyward-Maintenance-Secret",
-  errors: [401, 404],
+  errors: [404],
 });
