@@ -94,6 +94,11 @@ describe("GET /api/v1/openapi.json", () => {
       }
     }
     expect(missing, "routes missing from the document: run `npm run openapi:manifest` (and rebuild)").toEqual([]);
+    const unsummarised = onDisk.filter((r) => {
+      const summary = (operation(r.method, openApiPathOf(r.urlPattern)) as { summary?: string } | undefined)?.summary;
+      return !summary || summary.startsWith(`${r.method} /`);
+    });
+    expect(unsummarised.map(routeLabel), "give each route() a one-line `summary`").toEqual([]);
     expect(wrongAccess).toEqual([]);
     const expected = new Set(onDisk.map((r) => `${r.method.toLowerCase()} ${openApiPathOf(r.urlPattern)}`));
     const extra = Object.entries(doc.paths).flatMap(([p, ops]) => Object.keys(ops).map((m) => `${m} ${p}`)).filter((k) => !expected.has(k));
