@@ -30,17 +30,33 @@ export const claimHandler = route(
     const result = await claimEvent(body, { actor: actorOf(principal) });
     return json(result, OUTCOME_STATUS[result.outcome]);
   },
-  { allow: ["claims:write"], body: claimRequest },
+  {
+    allow: ["claims:write"],
+    body: claimRequest,
+    summary: "Claim one event",
+    responses: {
+      201: { description: "claimed: process the event, then complete (or release) the claim with its claimToken" },
+      200: { description: "duplicate: the event was processed already; do not process it again" },
+      409: { description: "in_flight (another claim holds the lease) or payload_mismatch: a claim outcome with this answer's body, not the error body" },
+    },
+  },
 );
 
 export const claimBatchHandler = route(
   async ({ body, principal }) => json({ results: await claimEvents(body, { actor: actorOf(principal) }) }),
-  { allow: ["claims:write"], body: batchClaimRequest },
+  {
+    allow: ["claims:write"],
+    body: batchClaimRequest,
+    summary: "Claim 1 to 1000 events of one source in one statement",
+    responses: { 200: { description: "{ results }: each event's claim outcome, in input order" } },
+  },
 );
 
 export const completeHandler = route(async ({ body, principal }) => json(await completeClaim(body, { actor: actorOf(principal) })), {
   allow: ["claims:write"],
   body: completeRequest,
+  summary: "Mark an in-flight claim done",
+  errors: [404, 409],
 });
 
 export const releaseHandler = route(
@@ -57,7 +73,16 @@ export const releaseHandler = route(
     }
     return json(result);
   },
-  { allow: ["claims:write", "operator"], body: releaseRequest },
+  {
+    allow: ["claims:write", "operator"],
+    body: releaseRequest,
+    summary: "Release a claim so the sender's retry is processed (or free a stuck key)",
+    errors: [404, 409],
+  },
 );
 
-export const keyStateHandler = route(async ({ params }) => json(await getKeyState(params)), { allow: ["claims:read"], params: claimKeyParams });
+export const keyStateHandler = route(async ({ params }) => json(await getKeyState(params)), {
+  allow: ["claims:read"],
+  params: claimKeyParams,
+  summary: "The key's state now: alive (time left), expired, or unknown",
+});

@@ -27,6 +27,7 @@ import type { Capability } from "../auth/roles";
 import { hasSessionCookie, sessionPrincipal } from "../auth/session";
 import { isUnavailable, toUnavailable } from "../db/sql";
 import { loadEnv } from "../config/env";
+import type { ErrorBody } from "./error-body";
 import { storableRepresentation, unstorableReason } from "./fields";
 import { parseInput } from "./validate";
 
@@ -69,7 +70,42 @@ export type RouteInput = {
   guard?: (req: Request) => void | Promise<void>;
 };
 
-export type RouteOptions = RouteAccess & RouteInput;
+/** An answer of the route other than the one error body: a success, or an outcome with a body of its own. */
+export type RouteResponse = {
+  description: string;
+  /** The body's zod schema, where the domain has one (lib/<domain>/schema.ts). */
+  schema?: z.ZodType;
+  /** Default application/json; null for an answer without a body (a redirect). */
+  contentType?: string | null;
+};
+
+/**
+ * What the API description (GET /api/v1/openapi.json, lib/openapi/document.ts) tells of a route beyond its
+ * access and input. No effect on a request.
+ */
+export type RouteDoc = {
+  /** One line: what the route does. */
+  summary?: string;
+  /** The answers that are not the error body, by status; default `200` with a JSON object. */
+  responses?: Readonly<Record<number, RouteResponse>>;
+  /**
+   * Error statuses of the route's own (404 unknown, 409 a conflicting state, 429 …), besides the ones the
+   * description adds itself: 401, 422, 500 and 503 on every route, 403 unless public, 400 with a path
+   * parameter or a body, 413 and 415 with a body. test/http/fuzz.test.ts fails on a status not declared.
+   */
+  errors?: readonly number[];
+};
+
+export type RouteOptions = RouteAccess & RouteInput & RouteDoc;
+
+/** What route() was given, kept on the handler for the API description: the input schemas and the RouteDoc. */
+export type RouteSpec = RouteDoc &
+  Pick<RouteInput, "params" | "query" | "headers" | "body" | "maxBodyBytes" | "optionalBody"> & {
+    /** Whether the route runs a `guard` (a shared secret, the console's origin) before reading input. */
+    guarded: boolean;
+    /** The shared secret a route also accepts as a bearer token (RouteToken.name), if any. */
+    token?: string;
+  };
 
 type Parsed<S, Otherwise> = S extends z.ZodType ? z.output<S> : Otherwise;
 
@@ -86,7 +122,7 @@ export type RouteContext<O extends RouteOptions> = {
 
 type NextContext = { params: Promise<Record<string, string | string[]>> };
 
-export type RouteHandler = ((req: Request, next?: NextContext) => Promise<Response>) & { access: RouteAccess };
+export type RouteHandler = ((req: Request, next?: NextContext) => Promise<Response>) & { access: RouteAccess; spec: RouteSpec };
 
 export function route<const O extends RouteOptions>(handler: (ctx: RouteContext<O>) => Promise<Response>, options: O): RouteHandler {
   const access: RouteAccess =
@@ -107,7 +143,23 @@ export function route<const O extends RouteOptions>(handler: (ctx: RouteContext<
       return errorResponse(err);
     }
   };
-  return Object.assign(wrapped, { access });
+  return Object.assign(wrapped, { access, spec: specOf(options) });
+}
+
+function specOf(o: RouteOptions): RouteSpec {
+  return {
+    summary: o.summary,
+    responses: o.responses,
+    errors: o.errors,
+    params: o.params,
+    query: o.query,
+    headers: o.headers,
+    body: o.body,
+    maxBodyBytes: o.body ? (o.maxBodyBytes ?? MAX_BODY_BYTES) : undefined,
+    optionalBody: o.optionalBody,
+    guarded: o.guard !== undefined,
+    token: "token" in o ? o.token?.name : undefined,
+  };
 }
 
 async function readInput(req: Request, rawParams: Record<string, string | string[]>, o: RouteInput) {
@@ -227,7 +279,7 @@ export function errorResponse(err: unknown): Response {
     console.error("[keyward] unhandled error:", err);
     e = new KeywardError(500, "internal_error", "internal error; see the server log");
   }
-  const body: { code: string; message: string; details?: unknown } = { code: e.code, message: e.message };
+  const body: ErrorBody["error"] = { code: e.code, message: e.message };
   if (e.details !== undefined) body.details = e.details;
   const retryAfter = (e.details as { retryAfterSeconds?: number } | undefined)?.retryAfterSeconds;
   const headers = e.status === 503 ? { "retry-after": "5" } : retryAfter ? { "retry-after": String(retryAfter) } : undefined;

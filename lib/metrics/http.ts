@@ -13,5 +13,10 @@ export const metricsHandler = route(
     const { text, contentType } = await renderMetrics();
     return new Response(text, { headers: { "content-type": contentType, "cache-control": "no-store" } });
   },
-  { allow: ["metrics"], token: { name: "KEYWARD_METRICS_TOKEN", get: () => loadEnv().KEYWARD_METRICS_TOKEN } },
+  {
+    allow: ["metrics"],
+    token: { name: "KEYWARD_METRICS_TOKEN", get: () => loadEnv().KEYWARD_METRICS_TOKEN },
+    summary: "The Prometheus exposition",
+    responses: { 200: { description: "Prometheus text format", contentType: "text/plain" } },
+  },
 );

@@ -14,6 +14,7 @@
  */
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { KeywardError } from "../errors";
+import type { ErrorBody } from "../http/error-body";
 import { API_HEADERS } from "../http/headers";
 
 export const isApiPath = (url: string | undefined): boolean => url === "/api" || /^\/api[/?]/.test(url ?? "");
@@ -47,7 +48,7 @@ export function apiPathProblem(url: string): KeywardError | null {
 
 /** Writes an error answer in the one shape, with the API headers. */
 export function writeApiError(res: ServerResponse, e: KeywardError): void {
-  const body = JSON.stringify({ error: { code: e.code, message: e.message } });
+  const body = JSON.stringify({ error: { code: e.code, message: e.message } } satisfies ErrorBody);
   res.writeHead(e.status, {
     ...Object.fromEntries(API_HEADERS),
     "content-type": "application/json",

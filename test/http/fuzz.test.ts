@@ -7,7 +7,8 @@
  * unknown query parameters, unknown paths, trailing slashes and methods a route does not export.
  *
  * Every answer must be: no 5xx but 503; a 4xx in the one error shape; the API security headers; no
- * redirect. A refused request must store nothing (row counts of the main tables compared around each
+ * redirect; a status the operation declares in the API description (GET /api/v1/openapi.json), which is
+ * what keeps each route's `errors` honest. A refused request must store nothing (row counts of the main tables compared around each
  * refused change; the file has its own database so no other test file moves them).
  *
  * Deterministic: the cases come from a seeded generator (FUZZ_SEED overrides the seed to explore;
@@ -20,7 +21,7 @@ import { usePrivateDatabase } from "../setup/private-db";
 import { isErrorBody, makeApiKey, HASH_A } from "../setup/http";
 import { makeUser, signedInUser, startTestServer } from "../setup/auth";
 import { stopServer, type Server } from "../setup/server";
-import { concretePath, discoverExports, dynamicSegments, HTTP_METHODS, routeLabel, type RouteExport } from "../setup/routes";
+import { concretePath, discoverExports, dynamicSegments, HTTP_METHODS, openApiPathOf, routeLabel, type RouteExport } from "../setup/routes";
 
 usePrivateDatabase();
 
@@ -177,6 +178,30 @@ function problemOf(a: Answer): string | null {
     if (!isErrorBody(a.body) && !isClaimOutcome(a)) return `${a.status} not in the error shape`;
   }
   return null;
+}
+
+/** The statuses each operation declares in the served API description, by route label (`GET /api/v1/sources/[name]`). */
+async function declaredStatuses(): Promise<(label: string) => Set<string> | undefined> {
+  const res = await fetch(`${baseUrl}/api/v1/openapi.json`);
+  const doc = (await res.json()) as { paths: Record<string, Record<string, { responses: Record<string, unknown> }>> };
+  return (label) => {
+    const [method, pattern] = label.split(" ");
+    const op = doc.paths[openApiPathOf(pattern)]?.[method.toLowerCase()];
+    return op && new Set(Object.keys(op.responses));
+  };
+}
+
+/** Answers whose status the operation does not declare, one line per route and status. */
+function undeclaredStatuses(cases: Case[], answers: Answer[], declared: (label: string) => Set<string> | undefined): string[] {
+  const seen = new Map<string, string>();
+  cases.forEach((c, i) => {
+    const statuses = declared(c.route);
+    const status = String(answers[i].status);
+    if (statuses?.has(status)) return;
+    const key = `${c.route} → ${status}`;
+    if (!seen.has(key)) seen.set(key, `${key} is not declared in the API description (${statuses ? `e.g. ${c.what}` : "no such operation"}): add it to the route's errors`);
+  });
+  return [...seen.values()];
 }
 
 function describeCase(c: Case, a: Answer): string {
@@ -577,12 +602,13 @@ describe(`every route, hostile input (seed ${SEED})`, () => {
     const failures: string[] = [];
     const started = Date.now();
     const before = await rowCounts();
-    await runAll(reads, failures);
+    const readAnswers = await runAll(reads, failures);
     const readsMs = Date.now() - started;
     const afterReads = await rowCounts();
     const movedByReads = TABLES.filter((t) => afterReads[t] !== before[t]);
     if (movedByReads.length) failures.push(`reads changed row counts of ${movedByReads.join(", ")}`);
-    await runChanges(changes, failures);
+    const changeAnswers = await runChanges(changes, failures);
+    failures.push(...undeclaredStatuses([...reads, ...changes], [...readAnswers, ...changeAnswers], await declaredStatuses()));
     console.log(`[fuzz] seed ${SEED}: ${reads.length} reads + ${changes.length} changes over ${routes.length} handlers in ${Date.now() - started} ms (reads ${readsMs} ms)`);
     expect(reads.length + changes.length).toBeGreaterThan(1500);
     expect(failures.slice(0, 60), `${failures.length} failures (seed ${SEED})`).toEqual([]);

@@ -26,6 +26,7 @@ const PUBLIC_ROUTES: Record<string, string> = {
   "GET /api/auth/[...all]": "the OIDC provider's redirect back",
   "POST /api/auth/[...all]": "starting single sign-on",
   "POST /api/v1/maintenance/prune/external": "external schedulers authenticate with KEYWARD_MAINTENANCE_SECRET, not a session or key",
+  "GET /api/v1/openapi.json": "the API's description holds no data; code generators and API explorers read it before they have a key",
   ...Object.fromEntries(
     HTTP_METHODS.map((m) => [`${m} /api/[[...path]]`, "an unknown API path is a 404 in the error shape for everyone"]),
   ),
@@ -103,6 +104,8 @@ describe("every route under app/api declares who may call it", () => {
       "GET /api/v1/dead-letters/[id]/attempts",
       "POST /api/v1/dead-letters/discard",
       "POST /api/v1/dead-letters/resolve",
+      // The API description (issue 16 §4).
+      "GET /api/v1/openapi.json",
     ]) {
       expect(exportsFound.map(label)).toContain(r);
     }

@@ -70,6 +70,16 @@ export async function discoverExports(dir = "app/api"): Promise<RouteExport[]> {
 
 export const routeLabel = (r: { method: string; urlPattern: string }) => `${r.method} ${r.urlPattern}`;
 
+/**
+ * The OpenAPI path of a Next pattern, written out here independently of lib/openapi/document.ts:
+ * `[name]`, `[...all]` and `[[...path]]` become `{name}`, `{all}`, `{path}`.
+ */
+export const openApiPathOf = (pattern: string) =>
+  pattern
+    .split("/")
+    .map((s) => (s.startsWith("[") ? `{${s.replace(/^\[+(\.\.\.)?/, "").replace(/\]+$/, "")}}` : s))
+    .join("/");
+
 /** A route export with a concrete path to call (every dynamic segment given its sample), for walks over every route. */
 export type ApiRoute = RouteExport & { path: string };
 

@@ -11,7 +11,12 @@ const notFound = route(
   async ({ req }) => {
     throw KeywardError.notFound("not_found", `no API endpoint at ${req.method} ${new URL(req.url).pathname}`);
   },
-  { public: "an unknown path is a 404 for every caller, signed in or not" },
+  {
+    public: "an unknown path is a 404 for every caller, signed in or not",
+    summary: "Any other path under /api: a 404 in the one error shape",
+    responses: {},
+    errors: [404],
+  },
 );
 
 export const GET = notFound;

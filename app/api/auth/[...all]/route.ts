@@ -26,7 +26,12 @@ export const POST = route(
     assertSameOrigin(req);
     return (await getAuth()).handler(req);
   },
-  { public: "starting single sign-on happens before there is a session" },
+  {
+    public: "starting single sign-on happens before there is a session",
+    summary: "Start single sign-on (POST /api/auth/sign-in/social with { provider: \"oidc\", callbackURL })",
+    responses: { 200: { description: "Better Auth's answer: the identity provider's authorization URL ({ url, redirect })" } },
+    errors: [403, 404],
+  },
 );
 
 export const GET = route(
@@ -57,5 +62,10 @@ export const GET = route(
     });
     return res;
   },
-  { public: "the identity provider redirects the browser back here before there is a session" },
+  {
+    public: "the identity provider redirects the browser back here before there is a session",
+    summary: "The identity provider's redirect back (GET /api/auth/callback/oidc)",
+    responses: { 302: { description: "To the console with the session cookie set, or to the sign-in page with the error", contentType: null } },
+    errors: [404],
+  },
 );

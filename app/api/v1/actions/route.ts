@@ -5,4 +5,8 @@
 import { listActions, listActionsQuery } from "@/lib/audit/actions";
 import { json, route } from "@/lib/http/route";
 
-export const GET = route(async ({ query }) => json(await listActions(query)), { allow: ["operator"], query: listActionsQuery });
+export const GET = route(async ({ query }) => json(await listActions(query)), {
+  allow: ["operator"],
+  query: listActionsQuery,
+  summary: "The operator action log, newest first",
+});

@@ -6,10 +6,16 @@ import { createApiKey, listApiKeys } from "@/lib/auth/api-keys";
 import { createApiKeyRequest } from "@/lib/auth/schema";
 import { json, route } from "@/lib/http/route";
 
-export const GET = route(async () => json({ apiKeys: await listApiKeys() }), { allow: ["admin"] });
+export const GET = route(async () => json({ apiKeys: await listApiKeys() }), {
+  allow: ["admin"],
+  summary: "List API keys (never the keys themselves)",
+});
 
 export const POST = route(async ({ body, principal }) => json(await createApiKey(body, principal), 201), {
   allow: ["admin"],
   body: createApiKeyRequest,
   maxBodyBytes: 4096,
+  summary: "Create an API key; the key is in this answer and nowhere else, ever",
+  responses: { 201: { description: "The new key's record and the key itself" } },
+  errors: [409],
 });

@@ -9,4 +9,8 @@ import { auditSearchQuery } from "@/lib/audit/schema";
 import { searchAudit } from "@/lib/audit/search";
 import { json, route } from "@/lib/http/route";
 
-export const GET = route(async ({ query }) => json(await searchAudit(query)), { allow: ["read"], query: auditSearchQuery });
+export const GET = route(async ({ query }) => json(await searchAudit(query)), {
+  allow: ["read"],
+  query: auditSearchQuery,
+  summary: "Search the audit history, newest first",
+});

@@ -14,7 +14,18 @@ import { json, route } from "@/lib/http/route";
 
 export const POST = route(
   async ({ body, bodyBytes, principal }) => json(await recordDeadLetter(body, actorOf(principal), bodyBytes), 201),
-  { allow: ["deadletters:write", "operator"], body: deadLetterInput, keepBodyBytes: true, maxBodyBytes: MAX_SINGLE_BODY_BYTES },
+  {
+    allow: ["deadletters:write", "operator"],
+    body: deadLetterInput,
+    keepBodyBytes: true,
+    maxBodyBytes: MAX_SINGLE_BODY_BYTES,
+    summary: "Store one dead letter",
+    responses: { 201: { description: "{ id }" } },
+  },
 );
 
-export const GET = route(async ({ query }) => json(await listDeadLetters(query)), { allow: ["read"], query: listDeadLettersQuery });
+export const GET = route(async ({ query }) => json(await listDeadLetters(query)), {
+  allow: ["read"],
+  query: listDeadLettersQuery,
+  summary: "List dead letters with counts",
+});

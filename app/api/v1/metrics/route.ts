@@ -5,7 +5,12 @@
  * Response: lib/metrics/schema.ts.
  */
 import { getMetricsHistory } from "@/lib/metrics/history";
-import { metricsQuery } from "@/lib/metrics/schema";
+import { metricsQuery, metricsResponseSchema } from "@/lib/metrics/schema";
 import { json, route } from "@/lib/http/route";
 
-export const GET = route(async ({ query }) => json(await getMetricsHistory(query)), { allow: ["read"], query: metricsQuery });
+export const GET = route(async ({ query }) => json(await getMetricsHistory(query)), {
+  allow: ["read"],
+  query: metricsQuery,
+  summary: "The metrics history for the Overview's charts",
+  responses: { 200: { description: "Samples and prune runs, bucketed by step", schema: metricsResponseSchema } },
+});

@@ -4,4 +4,5 @@ import { json, route } from "@/lib/http/route";
 
 export const GET = route(async () => json({ presets: PRESETS.map((p) => ({ ...p, ttlSeconds: ttlOfParts(p.parts) })) }), {
   allow: ["read"],
+  summary: "The TTL presets: parts, TTL, what each assumes and where that comes from",
 });

@@ -14,7 +14,18 @@ export const POST = route(
     const started = await startReplay(body, headers["idempotency-key"], principal);
     return json({ replayId: started.replayId, total: started.total }, 202);
   },
-  { allow: ["operator"], headers: startReplayHeaders, body: startReplayRequest },
+  {
+    allow: ["operator"],
+    headers: startReplayHeaders,
+    body: startReplayRequest,
+    summary: "Start a replay from a preflight (header Idempotency-Key required)",
+    responses: { 202: { description: "{ replayId, total }; the same key and body again answer the same replayId" } },
+    errors: [404, 409],
+  },
 );
 
-export const GET = route(async ({ query }) => json(await listReplays(query)), { allow: ["read"], query: listReplaysQuery });
+export const GET = route(async ({ query }) => json(await listReplays(query)), {
+  allow: ["read"],
+  query: listReplaysQuery,
+  summary: "List replays, newest first",
+});

@@ -10,6 +10,7 @@ import { assertSameOrigin, clientAddress, json, route } from "@/lib/http/route";
 
 export const GET = route(async ({ principal }) => json(await sessionInfo(principal)), {
   public: "the sign-in page asks who is signed in and whether an admin exists",
+  summary: "Who is signed in (null if no one), whether an admin exists, the SSO provider",
 });
 
 export const POST = route(
@@ -27,6 +28,8 @@ export const POST = route(
     guard: assertSameOrigin,
     body: signInRequest,
     maxBodyBytes: 4096,
+    summary: "Sign in with username and password (sets the session cookie)",
+    errors: [403, 429],
   },
 );
 
@@ -37,7 +40,7 @@ export const DELETE = route(
     for (const c of headers.getSetCookie()) res.headers.append("set-cookie", c);
     return res;
   },
-  { allow: ["read"] },
+  { allow: ["read"], summary: "Sign out" },
 );
 
 /** The request headers as they will be once the browser stores the new session cookie. */

@@ -8,10 +8,16 @@ import { createSource, sourceReports } from "@/lib/sources/sources";
 import { createSourceRequest } from "@/lib/sources/schema";
 import { json, route } from "@/lib/http/route";
 
-export const GET = route(async () => json({ sources: await sourceReports() }), { allow: ["read"] });
+export const GET = route(async () => json({ sources: await sourceReports() }), {
+  allow: ["read"],
+  summary: "Every source with its TTL parts, checks and projected size",
+});
 
 export const POST = route(async ({ body, principal }) => json(await createSource(body, principal), 201), {
   allow: ["admin"],
   body: createSourceRequest,
   maxBodyBytes: 4096,
+  summary: "Create a source",
+  responses: { 201: { description: "The source" } },
+  errors: [409],
 });

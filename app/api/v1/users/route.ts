@@ -5,12 +5,19 @@
 import { createUser, createUserRequest, listUsers } from "@/lib/auth/users";
 import { json, route } from "@/lib/http/route";
 
-export const GET = route(async () => json({ users: await listUsers() }), { allow: ["admin"] });
+export const GET = route(async () => json({ users: await listUsers() }), { allow: ["admin"], summary: "Console users" });
 
 export const POST = route(
   async ({ body, principal }) => {
     const r = await createUser(body, principal);
     return json({ user: r.user, ...(r.generated ? { password: r.password } : {}) }, 201);
   },
-  { allow: ["admin"], body: createUserRequest, maxBodyBytes: 4096 },
+  {
+    allow: ["admin"],
+    body: createUserRequest,
+    maxBodyBytes: 4096,
+    summary: "Create a console user (a generated password is returned once)",
+    responses: { 201: { description: "{ user, password? }" } },
+    errors: [409],
+  },
 );

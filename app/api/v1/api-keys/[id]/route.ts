@@ -7,5 +7,5 @@ import { json, route } from "@/lib/http/route";
 
 export const DELETE = route(
   async ({ params, principal }) => json(await revokeApiKey(params.id, principal)),
-  { allow: ["admin"] },
+  { allow: ["admin"], summary: "Revoke an API key (by id or name)", errors: [404] },
 );

@@ -11,5 +11,12 @@ import { json, route } from "@/lib/http/route";
 
 export const POST = route(
   async ({ body, bodyBytes, principal }) => json({ results: await recordDeadLetters(body, actorOf(principal), bodyBytes) }),
-  { allow: ["deadletters:write", "operator"], body: deadLetterBatch, keepBodyBytes: true, maxBodyBytes: MAX_BATCH_BODY_BYTES },
+  {
+    allow: ["deadletters:write", "operator"],
+    body: deadLetterBatch,
+    keepBodyBytes: true,
+    maxBodyBytes: MAX_BATCH_BODY_BYTES,
+    summary: "Store up to 500 dead letters in one statement",
+    responses: { 200: { description: "{ results: [{ id } | { error }] } in input order: a bad item does not fail the others" } },
+  },
 );

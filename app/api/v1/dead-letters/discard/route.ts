@@ -11,4 +11,6 @@ import { json, route } from "@/lib/http/route";
 export const POST = route(async ({ body, principal }) => json(await discardDeadLetters(body, principal)), {
   allow: ["operator"],
   body: discardRequest,
+  summary: "Discard pending dead letters, by ids or by filter",
+  errors: [409],
 });

@@ -10,4 +10,6 @@ import { json, route } from "@/lib/http/route";
 export const POST = route(async ({ body, principal }) => json(await resolveDeadLetters(body, principal)), {
   allow: ["operator"],
   body: resolveRequest,
+  summary: "Mark pending dead letters resolved (handled outside Keyward)",
+  errors: [409],
 });

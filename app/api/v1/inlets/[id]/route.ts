@@ -10,4 +10,6 @@ import { json, route } from "@/lib/http/route";
 export const DELETE = route(async ({ params, principal }) => json(await removeInlet(params.id, principal)), {
   allow: ["admin"],
   params: inletParams,
+  summary: "Stop consuming an inlet's queue (its dead letters stay)",
+  errors: [404],
 });

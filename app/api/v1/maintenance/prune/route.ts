@@ -16,7 +16,7 @@ export const GET = route(
     const [runs, mode] = await Promise.all([listPruneRuns(query.limit), readDedupMode()]);
     return json({ runs, mode });
   },
-  { allow: ["read"], query: listPruneRunsQuery },
+  { allow: ["read"], query: listPruneRunsQuery, summary: "The most recent pruning runs and the dedup table's mode" },
 );
 
 export const POST = route(async ({ req, body, principal }) => json(await pruneNow(principal, "api", body, clientAddress(req))), {
@@ -24,4 +24,5 @@ export const POST = route(async ({ req, body, principal }) => json(await pruneNo
   body: pruneRequest,
   optionalBody: true,
   maxBodyBytes: 4096,
+  summary: "Prune now: one bounded run of pruning expired dedup keys",
 });

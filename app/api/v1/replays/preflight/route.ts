@@ -9,4 +9,7 @@ import { json, route } from "@/lib/http/route";
 export const POST = route(async ({ body, principal }) => json(await createPreflight(body, principal), 201), {
   allow: ["operator"],
   body: preflightRequest,
+  summary: "Classify a source's pending dead letters for a replay (kept 15 minutes)",
+  responses: { 201: { description: "The preflight" } },
+  errors: [404],
 });

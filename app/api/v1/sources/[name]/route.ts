@@ -6,11 +6,18 @@ import { sourceReports, updateSource } from "@/lib/sources/sources";
 import { sourceParams, updateSourceRequest } from "@/lib/sources/schema";
 import { json, route } from "@/lib/http/route";
 
-export const GET = route(async ({ params }) => json((await sourceReports(params.name))[0]), { allow: ["read"], params: sourceParams });
+export const GET = route(async ({ params }) => json((await sourceReports(params.name))[0]), {
+  allow: ["read"],
+  params: sourceParams,
+  summary: "One source's report",
+  errors: [404],
+});
 
 export const PATCH = route(async ({ params, body, principal }) => json(await updateSource(params.name, body, principal)), {
   allow: ["admin"],
   params: sourceParams,
   body: updateSourceRequest,
   maxBodyBytes: 4096,
+  summary: "Change a source's preset, TTL parts, dead-letter retention or replay destination",
+  errors: [404],
 });

@@ -10,4 +10,6 @@ export const PATCH = route(async ({ params, body, principal }) => json({ user: a
   params: userParams,
   body: updateUserRequest,
   maxBodyBytes: 4096,
+  summary: "Change a user's role or disabled flag (their sessions end)",
+  errors: [404, 409],
 });

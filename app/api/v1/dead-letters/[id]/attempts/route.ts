@@ -10,4 +10,6 @@ import { json, route } from "@/lib/http/route";
 export const GET = route(async ({ params, query }) => json(await listAttempts(params.id, query)), {
   allow: ["read"],
   query: listAttemptsQuery,
+  summary: "A dead letter's replay attempts, newest first",
+  errors: [404],
 });

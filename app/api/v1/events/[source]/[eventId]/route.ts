@@ -8,4 +8,8 @@ import { getEventAnswer } from "@/lib/audit/event";
 import { eventParams } from "@/lib/audit/schema";
 import { json, route } from "@/lib/http/route";
 
-export const GET = route(async ({ params }) => json(await getEventAnswer(params)), { allow: ["read"], params: eventParams });
+export const GET = route(async ({ params }) => json(await getEventAnswer(params)), {
+  allow: ["read"],
+  params: eventParams,
+  summary: "Did we process this event, and when: the key's state now and its audit timeline",
+});

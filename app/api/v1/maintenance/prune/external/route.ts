@@ -18,4 +18,6 @@ export const POST = route(async ({ body }) => json(await pruneExpiredKeys({ ...b
   body: pruneRequest,
   optionalBody: true,
   maxBodyBytes: 4096,
+  summary: "Prune now, for an external scheduler sending X-Keyward-Maintenance-Secret",
+  errors: [404],
 });

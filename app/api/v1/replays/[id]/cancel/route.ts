@@ -4,4 +4,6 @@ import { json, route } from "@/lib/http/route";
 
 export const POST = route(async ({ params, principal }) => json(await changeReplay(params.id, "cancel", principal)), {
   allow: ["operator"],
+  summary: "Cancel a replay",
+  errors: [404, 409],
 });

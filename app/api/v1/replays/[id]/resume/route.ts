@@ -4,4 +4,6 @@ import { json, route } from "@/lib/http/route";
 
 export const POST = route(async ({ params, principal }) => json(await changeReplay(params.id, "resume", principal)), {
   allow: ["operator"],
+  summary: "Resume a paused replay",
+  errors: [404, 409],
 });

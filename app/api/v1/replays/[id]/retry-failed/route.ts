@@ -9,4 +9,7 @@ import { json, route } from "@/lib/http/route";
 
 export const POST = route(async ({ params, principal }) => json(await retryFailed(params.id, principal), 201), {
   allow: ["operator"],
+  summary: "A new preflight of a finished replay's failed items still pending",
+  responses: { 201: { description: "The preflight, with retryOf" } },
+  errors: [404, 409],
 });

@@ -5,7 +5,7 @@
  * too thin), and both projected sizes. 404 unknown source; 400 bad window. Shape: lib/retention/advice-schema.ts.
  */
 import { getAdvice } from "@/lib/retention/advice";
-import { adviceQuery } from "@/lib/retention/advice-schema";
+import { adviceQuery, adviceSchema } from "@/lib/retention/advice-schema";
 import { sourceParams } from "@/lib/sources/schema";
 import { json, route } from "@/lib/http/route";
 
@@ -13,4 +13,7 @@ export const GET = route(async ({ params, query }) => json(await getAdvice(param
   allow: ["read"],
   params: sourceParams,
   query: adviceQuery,
+  summary: "The TTL advisor: observed duplicate ages, late duplicates and a recommended TTL",
+  responses: { 200: { description: "The advice", schema: adviceSchema } },
+  errors: [400, 404],
 });

@@ -9,4 +9,6 @@ import { json, route } from "@/lib/http/route";
 export const POST = route(async ({ params, principal }) => json(await extendLiveKeys(params.name, principal)), {
   allow: ["operator"],
   params: sourceParams,
+  summary: "Extend the source's live keys to its current TTL",
+  errors: [404],
 });

@@ -11,11 +11,19 @@ import { createInletRequest } from "@/lib/inlets/schema";
 import { sourceParams } from "@/lib/sources/schema";
 import { json, route } from "@/lib/http/route";
 
-export const GET = route(async ({ params }) => json({ inlets: await listInlets(params.name) }), { allow: ["admin"], params: sourceParams });
+export const GET = route(async ({ params }) => json({ inlets: await listInlets(params.name) }), {
+  allow: ["admin"],
+  params: sourceParams,
+  summary: "The source's RabbitMQ inlets with their state and lag",
+  errors: [404],
+});
 
 export const POST = route(async ({ params, body, principal }) => json(await createInlet(params.name, body, principal), 201), {
   allow: ["admin"],
   params: sourceParams,
   body: createInletRequest,
   maxBodyBytes: 16 * 1024,
+  summary: "Consume a RabbitMQ queue into the source's dead letters",
+  responses: { 201: { description: "The inlet (the URL's password masked)" } },
+  errors: [404, 409],
 });

@@ -5,7 +5,7 @@
  * window; 422 a cursor that is not one.
  */
 import { listLateDuplicates } from "@/lib/retention/advice";
-import { lateDuplicatesQuery } from "@/lib/retention/advice-schema";
+import { lateDuplicatesPageSchema, lateDuplicatesQuery } from "@/lib/retention/advice-schema";
 import { sourceParams } from "@/lib/sources/schema";
 import { json, route } from "@/lib/http/route";
 
@@ -13,4 +13,7 @@ export const GET = route(async ({ params, query }) => json(await listLateDuplica
   allow: ["read"],
   params: sourceParams,
   query: lateDuplicatesQuery,
+  summary: "Events of the source processed twice because their key had expired",
+  responses: { 200: { description: "A page of late duplicates", schema: lateDuplicatesPageSchema } },
+  errors: [400, 404],
 });

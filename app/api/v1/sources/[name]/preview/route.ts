@@ -13,4 +13,6 @@ export const POST = route(async ({ params, body }) => json(await previewSourceUp
   params: sourceParams,
   body: updateSourceRequest,
   maxBodyBytes: 4096,
+  summary: "A dry run of PATCH /api/v1/sources/{name}: the source as it is and as the change would leave it",
+  errors: [404],
 });

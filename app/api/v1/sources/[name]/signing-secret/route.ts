@@ -14,4 +14,7 @@ export const POST = route(async ({ params, body, principal }) => json(await rota
   body: rotateSigningSecretRequest,
   optionalBody: true,
   maxBodyBytes: 4096,
+  summary: "Generate or rotate the source's Standard Webhooks signing secret (shown only here)",
+  responses: { 201: { description: "{ secret, setAt, graceUntil }" } },
+  errors: [404],
 });

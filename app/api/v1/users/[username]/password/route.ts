@@ -10,5 +10,12 @@ export const POST = route(
     const r = await resetPassword(params.username, principal, body.password);
     return json({ reset: true, ...(r.generated ? { password: r.password } : {}) });
   },
-  { allow: ["admin"], params: userParams, body: resetPasswordRequest, maxBodyBytes: 4096 },
+  {
+    allow: ["admin"],
+    params: userParams,
+    body: resetPasswordRequest,
+    maxBodyBytes: 4096,
+    summary: "Set a new password for a local account (a generated one is returned once)",
+    errors: [404, 409],
+  },
 );

@@ -8,4 +8,6 @@ import { json, route } from "@/lib/http/route";
 
 export const POST = route(async ({ params, principal }) => json(await extendPreflight(params.id, principal)), {
   allow: ["operator"],
+  summary: "Extend the preflight's live keys to last the replay window, then re-classify",
+  errors: [404, 409],
 });
