@@ -130,6 +130,16 @@ export const CLAIM_PARTITIONED_SQL: PreparedSql = {
   text: "SELECT * FROM keyward_claim_partitioned($1, $2::text[], $3::text[], $4::text[], $5::int[], $6::int, $7, $8::text[])",
 };
 
+/**
+ * The claim statement of partition mode for exactly one event: keyward_claim_partitioned_one()
+ * (prisma/migrations/…_partition_claim_one), the array version's decisions and answer columns with scalar
+ * parameters, the same key lock. CLAIM_ONE_SQL's parameters but the ninth (its token is drawn inside).
+ */
+export const CLAIM_PARTITIONED_ONE_SQL: PreparedSql = {
+  name: "keyward_claim_partitioned_one",
+  text: "SELECT * FROM keyward_claim_partitioned_one($1, $2, $3, $4, $5::int, $6::int, $7, $8)",
+};
+
 export type ClaimOptions = {
   /** Who claims, recorded in the audit history (an API key's name, or "library"). */
   actor?: string;
