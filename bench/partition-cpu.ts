@@ -9,7 +9,8 @@
  * a single-table one, a partition-mode one whose longest TTL is 7 days (12 partitions with DEFAULT) and one
  * whose longest TTL is 90 days (95), each with a 7-day source beside the long one (as bench/partitions.ts).
  * Each slice drives one statement at 8 clients (a pool of 8 connections) for BENCH_CPU_SLICE_MS, either
- * fresh claims (new event ids) or duplicates (random keys of BENCH_CPU_DUP_KEYS claimed beforehand). The
+ * fresh claims (new event ids) or duplicates (random keys of BENCH_CPU_DUP_KEYS claimed beforehand, then
+ * ANALYZE, then every connection warmed: plans are made with statistics, see BENCH_CPU_ANALYZE). The
  * CPU is the sum of utime + stime (/proc/<pid>/stat) over the database's client backends
  * (pg_stat_activity), read before and after the slice, ÷ the claims made. Old and new run back to back in
  * every round, their order alternating; BENCH_CPU_ROUNDS rounds; medians are reported. On a shared machine

@@ -136,8 +136,8 @@ export const CLAIM_PARTITIONED_SQL: PreparedSql = {
  * The claim statement of partition mode for exactly one event: keyward_claim_partitioned_one()
  * (prisma/migrations/…_partition_claim_one), the array version's decisions and answer columns with scalar
  * parameters, the same key lock. CLAIM_ONE_SQL's parameters but the ninth (its token is drawn inside).
- * Against the array version called with one event (bench/partition-cpu.ts, 8 clients): ~12–15 % less
- * PostgreSQL CPU per first claim, ~45–60 % less per duplicate, and its probe is an equality on the key,
+ * Against the array version called with one event (bench/partition-cpu.ts, 8 clients): 7–21 % less
+ * PostgreSQL CPU per first claim, 46–68 % less per duplicate, and its probe is an equality on the key,
  * which PostgreSQL always plans as an index condition (the array version's `= ANY` can end up a filter).
  */
 export const CLAIM_PARTITIONED_ONE_SQL: PreparedSql = {
