@@ -8,7 +8,8 @@
  *    claims (1 and 8 clients; single claims and batches of 100) against (a) a single-table database
  *    running CLAIM_SQL on raw pg (the baseline, the library's own statement), a partition-mode database
  *    whose longest TTL is 7 days (11 daily partitions + DEFAULT) and one whose longest TTL is 90 days
- *    (94 + DEFAULT), both running CLAIM_PARTITIONED_SQL on raw pg. Interleaved: (a), P7, (a), P90, (a)
+ *    (94 + DEFAULT), both running the library's partition-mode statement on raw pg (CLAIM_PARTITIONED_ONE_SQL
+ *    for one event, CLAIM_PARTITIONED_SQL for a batch). Interleaved: (a), P7, (a), P90, (a)
  *    in every cycle, each slice divided by the mean of the (a) slices around it; the median is quoted.
  * 3. Claim latency with many live keys (single-table mode): a database holding BENCH_BIG_KEYS (10M)
  *    live keys (bulk-inserted with the indexes dropped, then re-indexed, vacuumed and analysed) against
@@ -21,7 +22,7 @@
 import { createHash } from "node:crypto";
 import pg from "pg";
 import { migrate } from "../lib/db/migrate";
-import { CLAIM_PARTITIONED_SQL, CLAIM_SQL } from "../lib/claims/claim";
+import { CLAIM_SQL } from "../lib/claims/claim";
 import { dropExpiredDedupPartitions } from "../lib/retention/partitions";
 import { drive, type Op } from "./drive";
 import { claimParams, claimQuery, newEventId } from "./scenarios";
@@ -142,19 +143,21 @@ export async function benchPartitions(
     (await db.pool.query<{ n: number }>("SELECT count(*)::int AS n FROM keyward_dedup_partitions()")).rows[0].n;
   const partitionCounts = { p7: await count(p7), p90: await count(p90) };
   // (a) runs the statement the library sends in single-table mode (CLAIM_ONE_SQL for one event).
-  const claimOp = (db: Db, sql: typeof CLAIM_SQL | "library", batch: number, source = SOURCE): Op => async () => {
+  // Each database runs the statement the library sends in its mode (one event: CLAIM_ONE_SQL or
+  // CLAIM_PARTITIONED_ONE_SQL; a batch: CLAIM_SQL or CLAIM_PARTITIONED_SQL).
+  const claimOp = (db: Db, mode: "single" | "partition", batch: number, source = SOURCE): Op => async () => {
     const ids = Array.from({ length: batch }, newEventId);
-    const q = sql === "library" ? claimQuery(source, ids) : { ...sql, values: claimParams(source, ids) };
+    const q = claimQuery(source, ids, false, mode);
     const r = await db.pool.query<{ claimed_now: boolean }>(q);
     if (r.rows.length !== batch || !r.rows.every((x) => x.claimed_now)) throw new Error("bench: a fresh claim was not claimed");
   };
   const scenarios = [
-    { label: "(a) single table, the library's statement", op: (b: number) => claimOp(single, "library", b) },
-    { label: `partition mode, 7-day TTL (${partitionCounts.p7} partitions)`, op: (b: number) => claimOp(p7, CLAIM_PARTITIONED_SQL, b) },
-    { label: `partition mode, 90-day TTL (${partitionCounts.p90} partitions)`, op: (b: number) => claimOp(p90, CLAIM_PARTITIONED_SQL, b) },
+    { label: "(a) single table, the library's statement", op: (b: number) => claimOp(single, "single", b) },
+    { label: `partition mode, 7-day TTL (${partitionCounts.p7} partitions)`, op: (b: number) => claimOp(p7, "partition", b) },
+    { label: `partition mode, 90-day TTL (${partitionCounts.p90} partitions)`, op: (b: number) => claimOp(p90, "partition", b) },
     {
       label: `partition mode, ${partitionCounts.p90} partitions, a 7-day source's claims`,
-      op: (b: number) => claimOp(p90, CLAIM_PARTITIONED_SQL, b, SHORT),
+      op: (b: number) => claimOp(p90, "partition", b, SHORT),
     },
   ];
   const shapes = [
@@ -251,8 +254,8 @@ export async function benchPartitions(
     [SOURCE],
   );
   const latencyCases = [
-    { label: "fresh claims", clients: 1, op: (db: Db) => claimOp(db, "library", 1) },
-    { label: "fresh claims", clients: 8, op: (db: Db) => claimOp(db, "library", 1) },
+    { label: "fresh claims", clients: 1, op: (db: Db) => claimOp(db, "single", 1) },
+    { label: "fresh claims", clients: 8, op: (db: Db) => claimOp(db, "single", 1) },
     { label: "duplicates of random existing keys", clients: 8, op: (db: Db) => dupOp(db, () => (db === big ? bigKeys : 1000)) },
   ];
   for (const lc of latencyCases) for (const db of [empty, big]) await drive(lc.op(db), 10, 300, 1);
@@ -389,7 +392,8 @@ dropped partition's space returns at once.
 Fresh claims (every claim a first claim) on raw \`pg\`, pools of 10 connections; each database has a source
 with its longest TTL and a 7-day one. (a) is a single-table database running the library's statement
 (\`CLAIM_ONE_SQL\` for one event, \`CLAIM_SQL\` for a batch), the others partition-mode databases running
-\`CLAIM_PARTITIONED_SQL\` (\`keyward_claim_partitioned()\`), with as many daily partitions as a longest TTL
+\`CLAIM_PARTITIONED_ONE_SQL\` (\`keyward_claim_partitioned_one()\`) for one event and \`CLAIM_PARTITIONED_SQL\`
+(\`keyward_claim_partitioned()\`) for a batch, with as many daily partitions as a longest TTL
 of 7 or 90 days needs (today + TTL + 3 days, a DEFAULT partition; the 7-day one also went through part 1).
 A claim probes the partitions of its source's reach (docs/architecture.md, "Claim cost model"): the whole
 table for the 90-day source, about 9 partitions for a 7-day source, in either database. ${CYCLES} cycles of

@@ -108,12 +108,17 @@ export function claimParams(source: string, ids: readonly string[]): unknown[] {
 }
 
 /**
- * The claim statement and parameters lib/claims/claim.ts sends for these ids in single-table mode (no hashes,
- * no repeats, no lease), as a pg query config: prepared (named) unless `unnamed`.
+ * The claim statement and parameters lib/claims/claim.ts sends for these ids in single-table mode, or in
+ * partition mode (no hashes, no repeats, no lease), as a pg query config: prepared (named) unless `unnamed`.
  */
-export function claimQuery(source: string, ids: readonly string[], unnamed = false): { name?: string; text: string; values: unknown[] } {
+export function claimQuery(
+  source: string,
+  ids: readonly string[],
+  unnamed = false,
+  mode: "single" | "partition" = "single",
+): { name?: string; text: string; values: unknown[] } {
   const distinct = ids.map((eventId) => ({ first: { eventId, eventType: EVENT_TYPE }, repeats: 0 }));
-  const { sql, params } = claimStatement(source, distinct, null, ACTOR);
+  const { sql, params } = claimStatement(source, distinct, null, ACTOR, mode);
   return unnamed ? { text: sql.text, values: params } : { ...sql, values: params };
 }
 
