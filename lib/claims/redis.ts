@@ -8,7 +8,9 @@
  * without PostgreSQL; the duplicate is counted in memory like any other (claim_counts, GET /metrics) and
  * added to the key's duplicate_count by a batched statement every few seconds. Anything else — a miss, an
  * in-flight key, a possible repeat or mismatch, an error, a command slower than KEYWARD_REDIS_TIMEOUT_MS —
- * goes to PostgreSQL as without Redis. Redis never answers `claimed`.
+ * goes to PostgreSQL as without Redis. Redis never answers `claimed`. A server asks Redis only for a source
+ * whose recent claims were often duplicates (PROBE_MIN_SHARE), and writes entries in small batches: both only
+ * ever send a claim to PostgreSQL that Redis could have answered, never the other way round.
  *
  * Why an entry never answers `duplicate` for a key PostgreSQL would not (docs/reliability.md, "Redis"):
  * - Expiry: an entry expires before its key: its PX is the key's remaining life by the database clock
