@@ -1,73 +1,23 @@
 "use client";
 
-import type { ReactNode } from "react";
 import { BarLineChart } from "@/components/charts/BarLineChart";
+import { ChartCard, ChartEmpty, ChartGrid, ChartSkeleton } from "@/components/charts/ChartCard";
+import { CHART_COLORS as COLORS } from "@/components/charts/colors";
 import { ChartLegend } from "@/components/charts/ChartTooltip";
 import { TimeSeriesChart } from "@/components/charts/TimeSeriesChart";
 import { formatBytes, formatCompact, formatCount } from "@/components/ui/format";
 import type { MetricsResponse } from "@/lib/metrics/schema";
-import {
-  byteTicks,
-  formatAxisTime,
-  formatPointTime,
-  formatRate,
-  formatStep,
-  hasValues,
-  latestOf,
-  peakOf,
-  runSeries,
-  sampleSeries,
-  timeTicks,
-  type SamplePoint,
-} from "./chart-data";
-import styles from "./overview.module.css";
-
-const COLORS = {
-  bytes: "#3b6fe0",
-  indexBytes: "#7c9cf0",
-  rows: "#d97706",
-  alive: "#16a34a",
-  backlog: "#c2410c",
-  rowsDeleted: "#8b5cf6",
-  rate: "#0d9488",
-  claims: "#3b6fe0",
-  duplicates: "#db2777",
-};
-
-function ChartCard({ title, headline, legend, children }: { title: string; headline?: ReactNode; legend?: ReactNode; children: ReactNode }) {
-  return (
-    <section className={styles.chartCard} aria-label={title} data-chart={title}>
-      <header className={styles.chartHeader}>
-        <h3 className={styles.chartTitle}>{title}</h3>
-        {headline && <div className={styles.chartHeadline}>{headline}</div>}
-      </header>
-      {legend}
-      <div className={styles.chartPlot}>{children}</div>
-    </section>
-  );
-}
-
-function NoData({ children }: { children: ReactNode }) {
-  return <p className={`muted ${styles.chartEmpty}`}>{children}</p>;
-}
+import { byteTicks, formatRate, formatStep, hasValues, latestOf, peakOf, runSeries, sampleSeries, timeAxes, type SamplePoint } from "./chart-data";
+import { ClaimsChart } from "./ClaimsChart";
 
 /**
  * The Overview's four charts for one range. Display only: data preparation is in chart-data.ts.
  * `backlogNow`: the live backlog figure the "Expired, not pruned" card shows, for the backlog's headline.
  */
 export function MetricsCharts({ metrics, backlogNow }: { metrics: MetricsResponse; backlogNow?: string }) {
-  const from = Date.parse(metrics.from);
-  const to = Date.parse(metrics.to);
-  const range = to - from;
   const points = sampleSeries(metrics);
   const runs = runSeries(metrics.pruneRuns);
-  const domain: [number, number] = [from, to];
-  const common = {
-    domain,
-    ticks: timeTicks(from, to),
-    formatX: (t: number) => formatAxisTime(t, range),
-    formatTime: (t: number) => formatPointTime(t),
-  };
+  const common = timeAxes(metrics);
   const sampled = hasValues(points, "tableBytes");
   const per = formatStep(metrics.step);
 
@@ -77,12 +27,10 @@ export function MetricsCharts({ metrics, backlogNow }: { metrics: MetricsRespons
   const peakBacklog = peakOf(points, "expiryBacklog");
   const rowsDeleted = runs.reduce((n, r) => n + r.rows, 0);
   const runCount = runs.reduce((n, r) => n + r.runs, 0);
-  const claims = points.reduce((n, p) => n + (p.claims ?? 0), 0);
-  const duplicates = points.reduce((n, p) => n + (p.duplicates ?? 0), 0);
-  const noSamples = <NoData>No sample in this range yet: the sampler writes one a minute.</NoData>;
+  const noSamples = <ChartEmpty>No sample in this range yet: the sampler writes one a minute.</ChartEmpty>;
 
   return (
-    <div className={styles.chartGrid}>
+    <ChartGrid>
       <ChartCard
         title="Dedup table size"
         headline={latestBytes !== null && latestRows !== null && <>{formatBytes(latestBytes)} · ≈{formatCompact(latestRows)} rows</>}
@@ -166,55 +114,24 @@ export function MetricsCharts({ metrics, backlogNow }: { metrics: MetricsRespons
             )}
           />
         ) : (
-          <NoData>No pruning run in this range.</NoData>
+          <ChartEmpty>No pruning run in this range.</ChartEmpty>
         )}
       </ChartCard>
 
-      <ChartCard
-        title={`Claims and duplicates per ${per}`}
-        headline={
-          sampled && (
-            <>
-              {formatCount(claims)} claims · {formatCount(duplicates)} duplicates
-            </>
-          )
-        }
-        legend={
-          <ChartLegend
-            items={[
-              { name: "Claims (new keys)", color: COLORS.claims },
-              { name: "Duplicates", color: COLORS.duplicates },
-            ]}
-          />
-        }
-      >
-        {sampled ? (
-          <TimeSeriesChart<SamplePoint>
-            {...common}
-            data={points}
-            series={[
-              { key: "claims", name: "Claims", color: COLORS.claims },
-              { key: "duplicates", name: "Duplicates", color: COLORS.duplicates },
-            ]}
-            formatLeft={formatCompact}
-          />
-        ) : (
-          noSamples
-        )}
-      </ChartCard>
-    </div>
+      <ClaimsChart title={`Claims and duplicates per ${per}`} points={points} axes={common} empty={sampled ? null : noSamples} />
+    </ChartGrid>
   );
 }
 
 /** Placeholders with the charts' footprint while the first history loads. */
 export function MetricsChartsSkeleton() {
   return (
-    <div className={styles.chartGrid} aria-busy="true">
+    <ChartGrid busy>
       {["Dedup table size", "Expiry backlog", "Cleanup throughput", "Claims and duplicates"].map((title) => (
         <ChartCard key={title} title={title}>
-          <div className={`skeleton ${styles.chartSkeleton}`} />
+          <ChartSkeleton />
         </ChartCard>
       ))}
-    </div>
+    </ChartGrid>
   );
 }

@@ -29,7 +29,7 @@ export function MetricsPanel({ range, source = null }: { range: MetricsRange; so
     <section className={styles.metrics} aria-label="Trends" aria-busy={isFetching}>
       <div className={styles.metricsHeader}>
         <h2 className="section-title">Trends</h2>
-        <RangePicker value={range} source={source} />
+        <RangePicker value={range} keep={{ source }} />
         <label className="small">
           <span className="visually-hidden">Source</span>
           <select

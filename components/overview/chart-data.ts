@@ -172,3 +172,23 @@ export function formatStep(seconds: number): string {
   if (seconds % 60 === 0) return `${seconds / 60} min`;
   return `${seconds} s`;
 }
+
+/** The time axis every chart of one metrics answer shares: its domain, ticks and labels. */
+export function timeAxes(res: Pick<MetricsResponse, "from" | "to">) {
+  const from = Date.parse(res.from);
+  const to = Date.parse(res.to);
+  return {
+    domain: [from, to] as [number, number],
+    ticks: timeTicks(from, to),
+    formatX: (t: number) => formatAxisTime(t, to - from),
+    formatTime: (t: number) => formatPointTime(t),
+  };
+}
+
+/** Claims (new keys) and duplicates over the points. */
+export function claimTotals(points: readonly SamplePoint[]): { claims: number; duplicates: number } {
+  return {
+    claims: points.reduce((n, p) => n + (p.claims ?? 0), 0),
+    duplicates: points.reduce((n, p) => n + (p.duplicates ?? 0), 0),
+  };
+}

@@ -1,6 +1,8 @@
 "use client";
 
 import { Bar, BarChart, CartesianGrid, ReferenceLine, ResponsiveContainer, Tooltip, XAxis, YAxis } from "recharts";
+import { ChartCard, ChartEmpty } from "@/components/charts/ChartCard";
+import { CHART_COLORS } from "@/components/charts/colors";
 import { ChartLegend, ChartTooltip } from "@/components/charts/ChartTooltip";
 import { formatCount } from "@/components/ui/format";
 import { humanDuration } from "@/lib/retention/advisor";
@@ -9,7 +11,7 @@ import { formatCompact } from "@/components/ui/format";
 import { agePosition, histogramBars } from "./advisor-prepare";
 import styles from "./advisor.module.css";
 
-const COLORS = { bars: "#db2777", ttl: "#c2410c", retry: "#3b6fe0" };
+const COLORS = { bars: CHART_COLORS.duplicates, ttl: CHART_COLORS.backlog, retry: CHART_COLORS.bytes };
 
 /**
  * How old keys were when their duplicates arrived, one bar per fixed bucket (≤ 1 s … ≤ 90 d, > 90 d),
@@ -22,24 +24,30 @@ export function DuplicateAgeChart({ advice, retryWindowSeconds }: { advice: Advi
   const o = advice.observed;
   const ttl = advice.current.ttlSeconds;
   return (
-    <section className="chart-card duplicate-ages" aria-label="Duplicate ages" data-testid="duplicate-age-chart">
-      <header className="chart-card__header">
-        <h3 className="chart-card__title">Age of each duplicate when it arrived (last {advice.window})</h3>
-        {o.duplicates > 0 && (
-          <div className="chart-card__headline">
+    <ChartCard
+      title={`Age of each duplicate when it arrived (last ${advice.window})`}
+      label="Duplicate ages"
+      testId="duplicate-age-chart"
+      plot={false}
+      headline={
+        o.duplicates > 0 && (
+          <>
             {formatCount(o.duplicates)} duplicates · p99.9 ≤ {humanDuration(o.ageP999Seconds ?? 0)} · oldest {humanDuration(o.maxAgeSeconds ?? 0)}
-          </div>
-        )}
-      </header>
-      <ChartLegend
-        items={[
-          { name: "Duplicates", color: COLORS.bars, bar: true },
-          { name: `TTL ${humanDuration(ttl)}`, color: COLORS.ttl, dashed: true },
-          { name: `Retry window ${humanDuration(retryWindowSeconds)}`, color: COLORS.retry, dashed: true },
-        ]}
-      />
+          </>
+        )
+      }
+      legend={
+        <ChartLegend
+          items={[
+            { name: "Duplicates", color: COLORS.bars, bar: true },
+            { name: `TTL ${humanDuration(ttl)}`, color: COLORS.ttl, dashed: true },
+            { name: `Retry window ${humanDuration(retryWindowSeconds)}`, color: COLORS.retry, dashed: true },
+          ]}
+        />
+      }
+    >
       {o.duplicates === 0 ? (
-        <p className="chart-card__empty muted">No duplicate in the last {advice.window}: nothing has been delivered twice while its key was alive.</p>
+        <ChartEmpty>No duplicate in the last {advice.window}: nothing has been delivered twice while its key was alive.</ChartEmpty>
       ) : (
         <div className={styles.histogramPlot}>
           <ResponsiveContainer width="100%" height="100%">
@@ -104,6 +112,6 @@ export function DuplicateAgeChart({ advice, retryWindowSeconds }: { advice: Advi
           ))}
         </tbody>
       </table>
-    </section>
+    </ChartCard>
   );
 }

@@ -1,43 +1,21 @@
 "use client";
 
 import { formatBytes, formatCompact } from "@/components/ui/format";
-import Link from "next/link";
-import type { ReactNode } from "react";
 import { useQuery } from "@tanstack/react-query";
 import { Bar, BarChart, CartesianGrid, ResponsiveContainer, Tooltip, XAxis, YAxis } from "recharts";
+import { ChartCard, ChartEmpty, ChartGrid } from "@/components/charts/ChartCard";
+import { CHART_COLORS as COLORS } from "@/components/charts/colors";
 import { ChartLegend, ChartTooltip } from "@/components/charts/ChartTooltip";
 import { TimeSeriesChart } from "@/components/charts/TimeSeriesChart";
 import { ErrorBox } from "@/components/ui/ErrorBox";
 import { formatCount } from "@/components/ui/format";
-import { METRICS_RANGES, type MetricsRange } from "@/lib/metrics/schema";
-import {
-  byteTicks,
-  formatAxisTime,
-  formatPointTime,
-  hasValues,
-  latestOf,
-  peakOf,
-  sampleSeries,
-  timeTicks,
-  type SamplePoint,
-} from "@/components/overview/chart-data";
+import type { MetricsRange, MetricsResponse } from "@/lib/metrics/schema";
+import { byteTicks, hasValues, latestOf, peakOf, sampleSeries, timeAxes, type SamplePoint } from "@/components/overview/chart-data";
+import { ClaimsChart } from "@/components/overview/ClaimsChart";
+import { RangePicker } from "@/components/overview/RangePicker";
+import overview from "@/components/overview/overview.module.css";
 import { lateDayPoints } from "./advisor-prepare";
 import { lateDuplicatesQuery, sourceMetricsQuery } from "./advisor-queries";
-
-const COLORS = { bytes: "#3b6fe0", alive: "#16a34a", backlog: "#c2410c", claims: "#3b6fe0", duplicates: "#db2777", late: "#b91c1c", replay: "#f59e0b" };
-
-function ChartCard({ title, headline, legend, children }: { title: string; headline?: ReactNode; legend?: ReactNode; children: ReactNode }) {
-  return (
-    <section className="chart-card" aria-label={title}>
-      <header className="chart-card__header">
-        <h3 className="chart-card__title">{title}</h3>
-        {headline && <div className="chart-card__headline">{headline}</div>}
-      </header>
-      {legend}
-      <div className="chart-card__plot">{children}</div>
-    </section>
-  );
-}
 
 /**
  * The source's own charts: its alive keys and their estimated bytes (its share of the table), its expiry
@@ -48,26 +26,13 @@ export function SourceCharts({ name, range, window }: { name: string; range: Met
   const metrics = useQuery(sourceMetricsQuery(name, range));
   const late = useQuery(lateDuplicatesQuery(name, window, null));
   return (
-    <section className="metrics" aria-label={`${name} over time`}>
-      <div className="metrics__header">
+    <section className={overview.metrics} aria-label={`${name} over time`}>
+      <div className={overview.metricsHeader}>
         <h2 className="section-title">{name} over time</h2>
-        <nav className="segmented" aria-label="Time range">
-          {(Object.keys(METRICS_RANGES) as MetricsRange[]).map((r) => (
-            <Link
-              key={r}
-              href={`?window=${window}&range=${r}`}
-              scroll={false}
-              replace
-              className={r === range ? "segmented__item segmented__item--active" : "segmented__item"}
-              aria-current={r === range ? "true" : undefined}
-            >
-              {r}
-            </Link>
-          ))}
-        </nav>
+        <RangePicker value={range} keep={{ window }} />
       </div>
       {metrics.isError && !metrics.data && <ErrorBox title="The charts could not be loaded" error={metrics.error} onRetry={() => void metrics.refetch()} />}
-      <div className="chart-grid-layout">
+      <ChartGrid>
         {metrics.data ? <KeyCharts metrics={metrics.data} /> : !metrics.isError && <p className="muted">Loading charts…</p>}
         <ChartCard
           title={`Late duplicates per day (last ${window})`}
@@ -109,31 +74,22 @@ export function SourceCharts({ name, range, window }: { name: string; range: Met
               </BarChart>
             </ResponsiveContainer>
           ) : (
-            <p className="chart-card__empty muted">{late.isError ? "Could not be loaded." : "Loading…"}</p>
+            <ChartEmpty>{late.isError ? "Could not be loaded." : "Loading…"}</ChartEmpty>
           )}
         </ChartCard>
-      </div>
+      </ChartGrid>
     </section>
   );
 }
 
-function KeyCharts({ metrics }: { metrics: import("@/lib/metrics/schema").MetricsResponse }) {
-  const from = Date.parse(metrics.from);
-  const to = Date.parse(metrics.to);
+function KeyCharts({ metrics }: { metrics: MetricsResponse }) {
   const points = sampleSeries(metrics);
-  const common = {
-    domain: [from, to] as [number, number],
-    ticks: timeTicks(from, to),
-    formatX: (t: number) => formatAxisTime(t, to - from),
-    formatTime: (t: number) => formatPointTime(t),
-  };
+  const common = timeAxes(metrics);
   const sampled = hasValues(points, "aliveKeys");
-  const none = <p className="chart-card__empty muted">No per-source sample in this range yet: the sampler writes one a minute.</p>;
+  const none = <ChartEmpty>No per-source sample in this range yet: the sampler writes one a minute.</ChartEmpty>;
   const alive = latestOf(points, "aliveKeys");
   const bytes = latestOf(points, "tableBytes");
   const backlog = latestOf(points, "expiryBacklog");
-  const claims = points.reduce((n, p) => n + (p.claims ?? 0), 0);
-  const duplicates = points.reduce((n, p) => n + (p.duplicates ?? 0), 0);
   return (
     <>
       <ChartCard
@@ -175,32 +131,7 @@ function KeyCharts({ metrics }: { metrics: import("@/lib/metrics/schema").Metric
           none
         )}
       </ChartCard>
-      <ChartCard
-        title="Claims and duplicates"
-        headline={sampled && <>{formatCount(claims)} claims · {formatCount(duplicates)} duplicates</>}
-        legend={
-          <ChartLegend
-            items={[
-              { name: "Claims (new keys)", color: COLORS.claims },
-              { name: "Duplicates", color: COLORS.duplicates },
-            ]}
-          />
-        }
-      >
-        {sampled ? (
-          <TimeSeriesChart<SamplePoint>
-            {...common}
-            data={points}
-            series={[
-              { key: "claims", name: "Claims", color: COLORS.claims },
-              { key: "duplicates", name: "Duplicates", color: COLORS.duplicates },
-            ]}
-            formatLeft={formatCompact}
-          />
-        ) : (
-          none
-        )}
-      </ChartCard>
+      <ClaimsChart title="Claims and duplicates" points={points} axes={common} empty={sampled ? null : none} />
     </>
   );
 }

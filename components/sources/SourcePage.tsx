@@ -1,5 +1,6 @@
 "use client";
 
+import { Segmented } from "@/components/ui/Segmented";
 import Link from "next/link";
 import { useQuery } from "@tanstack/react-query";
 import { ErrorBox } from "@/components/ui/ErrorBox";
@@ -32,21 +33,11 @@ export function SourcePage({ name, window, range }: { name: string; window: Advi
           </>
         }
         aside={
-          <nav className="segmented" aria-label="Advisor window">
-            {ADVICE_WINDOWS.map((w) => (
-              <Link
-                key={w}
-                href={`?window=${w}&range=${range}`}
-                scroll={false}
-                replace
-                className={w === window ? "segmented__item segmented__item--active" : "segmented__item"}
-                aria-current={w === window ? "true" : undefined}
-                title={`Evidence from the last ${w}`}
-              >
-                {w}
-              </Link>
-            ))}
-          </nav>
+          <Segmented
+            label="Advisor window"
+            value={window}
+            segments={ADVICE_WINDOWS.map((w) => ({ value: w, href: `?window=${w}&range=${range}`, title: `Evidence from the last ${w}` }))}
+          />
         }
       />
       {missing ? (

@@ -130,6 +130,17 @@ describe("a source's page in Chromium", () => {
     expect(await late.innerText()).toContain("2 events were processed twice in the last 30d (1 of them by a replay)");
     expect(await late.getByText("replay", { exact: true }).count()).toBe(1);
     await expect.poll(() => page.getByRole("region", { name: "Late duplicates per day (last 30d)" }).innerText()).toContain("2 processed twice");
+    // The page's chart cards and segmented controls are the Overview's, styled as there (they once named
+    // global classes that no longer existed, and rendered as bare text).
+    for (const region of ["Late duplicates per day (last 30d)", "Claims and duplicates", "Duplicate ages"]) {
+      const border = await page.getByRole("region", { name: region }).evaluate((el) => getComputedStyle(el).borderTopWidth);
+      expect(border, region).not.toBe("0px");
+    }
+    for (const nav of ["Time range", "Advisor window"]) {
+      const border = await page.getByRole("navigation", { name: nav }).evaluate((el) => getComputedStyle(el).borderTopWidth);
+      expect(border, nav).not.toBe("0px");
+      expect(await page.getByRole("navigation", { name: nav }).locator('[aria-current="true"]').count(), nav).toBe(1);
+    }
     await late.getByRole("link", { name: lateIds[1] }).click();
     await page.waitForURL(`${baseUrl}/events/${source}/${lateIds[1]}`);
     await expect.poll(() => page.locator("main").innerText(), { timeout: 20_000 }).toContain(lateIds[1]);
