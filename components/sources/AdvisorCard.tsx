@@ -50,7 +50,7 @@ export function AdvisorCard({ source, advice }: { source: SourceItem; advice: Ad
   };
   return (
     <section className={`panel ${styles.card} ${s.tone === "warn" ? styles.cardWarn : s.tone === "ok" ? styles.cardOk : ""}`} aria-label="Advisor" data-testid="advisor-card">
-      <header className="source-card__header">
+      <header className={styles.header}>
         <h2 className="section-title section-title--flush">Advisor</h2>
         <span className={`status status--${s.tone === "neutral" ? "off" : s.tone}`}>{s.tone === "ok" ? "✓ TTL fits the traffic" : s.tone === "warn" ? "⚠ Worth a look" : "Not enough evidence yet"}</span>
         {advice.isFetching && <span className="muted small">updating…</span>}

@@ -8,6 +8,7 @@ import { describeProjection, invariantTitle, previewBody, ttlEquation, type Sour
 import type { SourceItem } from "./queries";
 import { previewSource } from "./advisor-queries";
 import styles from "./advisor.module.css";
+import cards from "./sources.module.css";
 
 /** `value`, once it has stayed the same for `ms`. */
 function useSettled<T>(value: T, ms: number): T {
@@ -39,7 +40,7 @@ export function SourcePreview({ source, state }: { source: SourceItem; state: So
   const refused = preview.error instanceof ApiError && preview.error.status === 422 ? preview.error.message : null;
   return (
     <section className={styles.preview} aria-label="Preview before saving" aria-live="polite" aria-busy={preview.isFetching} data-testid="source-preview">
-      <h4 className="source-card__subtitle">Before you save {preview.isFetching && <span className="muted small">checking…</span>}</h4>
+      <h4 className={styles.subtitle}>Before you save {preview.isFetching && <span className="muted small">checking…</span>}</h4>
       {refused ? (
         <p className="inline-error">{refused}</p>
       ) : preview.isError ? (
@@ -58,10 +59,10 @@ export function SourcePreview({ source, state }: { source: SourceItem; state: So
               <span className="muted"> (now {describeProjection(source.projection, source.ttlSeconds).result.replace(/^≈ /, "")})</span>
             )}
           </p>
-          <ul className="checks">
+          <ul className={cards.checks}>
             {p.invariants.map((i) => (
-              <li key={i.id} className={`checks__item checks__item--${i.ok ? "ok" : "warn"}`}>
-                <span className="checks__mark" role="img" aria-label={i.ok ? "ok" : "warning"}>
+              <li key={i.id} className={`${cards.check} ${i.ok ? cards.checkOk : cards.checkWarn}`} data-check={i.ok ? "ok" : "warn"}>
+                <span className={cards.checkMark} role="img" aria-label={i.ok ? "ok" : "warning"}>
                   {i.ok ? "✓" : "⚠"}
                 </span>
                 <span>

@@ -165,6 +165,9 @@ describe("a source's page in Chromium", () => {
     // A shorter replay margin: the preview warns at once, as the saved source's checks would.
     await form.getByLabel("Replay margin", { exact: true }).fill("1h");
     await expect.poll(() => preview.innerText(), { timeout: 20_000 }).toMatch(/TTL 1d6h5m is below the floor of 7d/);
+    // Its checks are marked as on the source cards (the same styles, the same data-check hook).
+    const warned = preview.locator('[data-check="warn"]').first();
+    expect(await warned.evaluate((el) => getComputedStyle(el).display)).toBe("flex");
     expect(await ttlOf(source)).toBe(8 * H + 300); // previews saved nothing
 
     await form.getByLabel("Replay margin", { exact: true }).fill("5d18h55m");
