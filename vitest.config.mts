@@ -19,5 +19,9 @@ export default defineConfig({
     // Test files share one fresh database; each uses its own source names.
     fileParallelism: true,
     maxWorkers: 2,
+    // New replays retry on the short schedule they had before schedules were per replay (5 attempts, 1 s
+    // doubling to 16 s), so tests of failing destinations end in seconds; the default (12 attempts, 10 s
+    // to 1 h) is unit-tested, and test/e2e/replay-truth.test.ts sets schedules per replay.
+    env: { KEYWARD_REPLAY_RETRY_MAX_ATTEMPTS: "5", KEYWARD_REPLAY_RETRY_INITIAL_MS: "1000", KEYWARD_REPLAY_RETRY_MAX_DELAY_MS: "16000" },
   },
 });

@@ -23,5 +23,5 @@ if (compiledIsCurrent()) {
   require(compiled);
 } else {
   require("tsx/cjs/api").register();
-  require("../lib/cli/main.ts");
+  require(path.join(root, "lib", "cli", "main.ts"));
 }

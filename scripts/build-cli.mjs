@@ -4,7 +4,7 @@
 // falls back to transpiling lib/ with tsx otherwise (a source edited since, or no build at all).
 //
 // npm packages stay outside the bundle (required from node_modules at run time as before; INLINED below
-// excepted): Prisma's runtime and its query-compiler wasm, PGlite and its wasm, the schema engine and Next
+// excepted): Prisma's runtime and its query-compiler wasm, PGlite (for carrying an old data directory over), the schema engine and Next
 // are loaded from their own folders, where they find their files. The bundle lives two folders below the repository,
 // like lib/<x>/, so the modules that locate prisma/ and .next/ from __dirname find the same root.
 import { build } from "esbuild";
