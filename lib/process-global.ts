@@ -11,11 +11,11 @@
  * A value that is replaced or dropped later (a cache entry, a closed pool) goes in a box the module mutates:
  * `const slot = processGlobal("db", () => ({ current: undefined as Db | undefined }))`.
  *
- * Names in use: auth, claimCounts, db, dedupMode, namedStatements, prometheus, replayWakers, unavailableLog.
+ * Names in use: auth, claimCounts, db, dedupMode, jobRegistries, migrationsShipped, namedStatements, prometheus,
+ * readinessCheck, replayWakers, unavailableLog.
  */
 
 declare global {
-  // eslint-disable-next-line no-var
   var __keyward: Record<string, unknown> | undefined;
 }
 

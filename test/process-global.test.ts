@@ -1,5 +1,5 @@
 import { describe, expect, it, vi } from "vitest";
-import { processGlobal } from "../lib/process-global";
+import { processGlobal } from "@/lib/process-global";
 import { uniq } from "./setup/db";
 
 describe("processGlobal", () => {
@@ -21,9 +21,9 @@ describe("processGlobal", () => {
 
   it("is shared by two copies of one module (Next's route bundles, dev reloads)", async () => {
     vi.resetModules();
-    const first = await import("../lib/db/client");
+    const first = await import("@/lib/db/client");
     vi.resetModules();
-    const second = await import("../lib/db/client");
+    const second = await import("@/lib/db/client");
     expect(second).not.toBe(first); // two module instances…
     const pool = first.pool();
     expect(second.pool()).toBe(pool); // …one pool
@@ -36,11 +36,11 @@ describe("processGlobal", () => {
 
   it("is the only process-wide state: everything sits under globalThis.__keyward", async () => {
     await Promise.all([
-      import("../lib/auth/auth"),
-      import("../lib/metrics/prometheus"),
-      import("../lib/metrics/claim-counts"),
-      import("../lib/claims/mode").then((m) => m.forgetDedupMode()),
-      import("../lib/db/sql").then((m) => m.namedStatements()),
+      import("@/lib/auth/auth"),
+      import("@/lib/metrics/prometheus"),
+      import("@/lib/metrics/claim-counts"),
+      import("@/lib/claims/mode").then((m) => m.forgetDedupMode()),
+      import("@/lib/db/sql").then((m) => m.namedStatements()),
     ]);
     expect(Object.keys(globalThis).filter((k) => k.startsWith("__keyward"))).toEqual(["__keyward"]);
     expect(Object.keys(globalThis.__keyward ?? {})).toEqual(

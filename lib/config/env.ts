@@ -23,6 +23,11 @@ const envSchema = z.object({
   // Where migrations are applied, when that is not DATABASE_URL: behind a transaction-pooling PgBouncer,
   // a direct URL of the same database (the migrator holds a session-level lock; docs/reliability.md).
   KEYWARD_MIGRATE_DATABASE_URL: optionalString(z.string().regex(/^postgres(ql)?:\/\//, "must be a postgresql:// URL")),
+  // A read replica (a streaming standby of DATABASE_URL) for the console's read-only queries and audit
+  // search (lib/db/read.ts; docs/scaling.md). Claims, replays and every write stay on DATABASE_URL.
+  KEYWARD_READ_DATABASE_URL: optionalString(z.string().regex(/^postgres(ql)?:\/\//, "must be a postgresql:// URL")),
+  // After the replica failed to answer, reads go to the primary for this long before the replica is tried again.
+  KEYWARD_READ_RETRY_SECONDS: intFrom(30, 1, 3600),
   KEYWARD_DATA_DIR: z.string().min(1).default(".keyward"),
   KEYWARD_EMBEDDED_PORT: intFrom(0, 0, 65535),
   PORT: intFrom(3000, 0, 65535),
@@ -36,20 +41,26 @@ const envSchema = z.object({
   KEYWARD_DB_POOL_MAX: intFrom(10, 1, 200),
   KEYWARD_DB_CONNECT_TIMEOUT_MS: intFrom(3000, 100, 60000),
   KEYWARD_DB_STATEMENT_TIMEOUT_MS: intFrom(5000, 100, 600000),
+  // GET /readyz (lib/health/readiness.ts): the database must answer its check within this, or the instance
+  // reports not ready. Keep a probe's own timeout above it.
+  KEYWARD_READYZ_TIMEOUT_MS: intFrom(1000, 50, 60000),
   // Named (server-side) prepared statements for the hot statements (lib/db/sql.ts): parsed and planned once
   // per connection. Turn off behind a pooler that cannot keep them (PgBouncer < 1.21 in transaction mode,
-  // or ≥ 1.21 without max_prepared_statements). Always off on the embedded database (lib/db/open.ts).
+  // or ≥ 1.21 without max_prepared_statements).
   KEYWARD_DB_PREPARED_STATEMENTS: z.enum(["on", "off"], { error: 'must be "on" or "off"' }).default("on"),
   // Idle connections are kept 5 minutes: a reopened connection costs ~12 ms plus a slow first claim.
   KEYWARD_DB_IDLE_TIMEOUT_MS: intFrom(300000, 0, 86400000),
   // The in-process API-key cache of `keyward start` (lib/auth/api-key-cache.ts): a revoked key is refused by
-  // every server within 1 s. "off": every request reads its key from the database. Always off on the
-  // embedded database.
+  // every server within 1 s. "off": every request reads its key from the database.
   KEYWARD_API_KEY_CACHE: z.enum(["on", "off"], { error: 'must be "on" or "off"' }).default("on"),
   // Redis as the claim path's first line (lib/claims/redis.ts): unset, not used. A command slower than the
   // timeout (ms) goes to PostgreSQL instead; so does everything while Redis is down.
-  KEYWARD_REDIS_URL: optionalString(z.string().regex(/^rediss?:\/\//, "must be a redis:// or rediss:// URL")),
+  KEYWARD_REDIS_URL: optionalString(z.string().regex(/^rediss?(\+sentinel|\+cluster)?:\/\//, "must be a redis://, rediss://, redis+sentinel:// or redis+cluster:// URL")),
   KEYWARD_REDIS_TIMEOUT_MS: intFrom(25, 1, 1000),
+  // Saved results (README "Saved results"): the largest body `complete` may save with a key, in bytes (the
+  // decoded body; status and headers are bounded by the schema). A larger one is refused with 422
+  // result_too_large and nothing changes; keyward/client then completes without it.
+  KEYWARD_RESULT_MAX_BYTES: intFrom(65536, 0, 262144),
   // Pruning expired dedup keys (lib/retention/prune.ts): rows per batch (one short transaction each),
   // pause between batches, time budget per run, and how often the server runs it (0: never).
   KEYWARD_PRUNE_BATCH_SIZE: intFrom(5000, 1, 100000),
@@ -97,7 +108,12 @@ const envSchema = z.object({
   KEYWARD_REPLAY_POLL_MS: intFrom(500, 50, 60000),
   KEYWARD_REPLAY_LEASE_SECONDS: intFrom(60, 2, 3600),
   KEYWARD_REPLAY_TIMEOUT_MS: intFrom(10000, 100, 120000),
-  // RabbitMQ inlets (lib/inlets): whether this process consumes them, and how often it re-reads the inlets
+  // The default retry schedule of a new replay (lib/replay/backoff.ts DEFAULT_SCHEDULE; a start request's
+  // `retry` sets one replay's): attempts per item, the first wait's ceiling, the longest wait's ceiling.
+  KEYWARD_REPLAY_RETRY_MAX_ATTEMPTS: intFrom(12, 1, 100),
+  KEYWARD_REPLAY_RETRY_INITIAL_MS: intFrom(10_000, 1, 86_400_000),
+  KEYWARD_REPLAY_RETRY_MAX_DELAY_MS: intFrom(3_600_000, 1, 86_400_000),
+  // Inlets (lib/inlets: RabbitMQ, BullMQ, NATS): whether this process consumes them, and how often it re-reads the inlets
   // table (added / removed inlets) and reports each inlet's lag.
   KEYWARD_INLET_CONSUMER: z.enum(["on", "off"], { error: 'must be "on" or "off"' }).default("on"),
   KEYWARD_INLET_POLL_MS: intFrom(5000, 100, 600000),
@@ -106,9 +122,26 @@ const envSchema = z.object({
   // The late-duplicate job (lib/retention/late-duplicates.ts): how often it reads new claims in the audit
   // history for events processed twice (0: never, e.g. on instances that only serve claims).
   KEYWARD_LATE_DUPLICATES_INTERVAL_SECONDS: intFrom(60, 0, 3600),
+  // The largest dead-letter payload stored, in bytes: a raw intake body (POST /api/v1/dead-letters/raw) and
+  // an inlet's message (RabbitMQ, BullMQ, NATS). 25 MiB by default (GitHub sends up to 25 MB). The JSON
+  // envelope (POST /api/v1/dead-letters) takes payloads up to 1 MiB, or this when lower.
+  KEYWARD_MAX_PAYLOAD_BYTES: intFrom(25 * 1024 * 1024, 1024, 256 * 1024 * 1024),
+  // Notifications (lib/notify): a webhook told when a replay fails or stalls, keys are at risk, late
+  // duplicates appear or pruning fails, and again when each clears. Unset URL: off. `slack` posts
+  // {"text": …} (Slack-compatible incoming webhooks); `standard` posts a JSON event signed per Standard
+  // Webhooks with KEYWARD_NOTIFY_SECRET (whsec_…). Evaluated every INTERVAL on one instance; at most one
+  // firing message per condition per THROTTLE (a condition still firing is reminded once per THROTTLE).
+  KEYWARD_NOTIFY_URL: optionalString(z.url({ protocol: /^https?$/, error: "must be an http:// or https:// URL" })),
+  KEYWARD_NOTIFY_FORMAT: optionalString(z.enum(["slack", "standard"], { error: 'must be "slack" or "standard"' })),
+  KEYWARD_NOTIFY_SECRET: optionalString(z.string().regex(/^whsec_[A-Za-z0-9+/]{32,}={0,2}$/, "must be a whsec_… secret (base64, at least 24 bytes)")),
+  KEYWARD_NOTIFY_INTERVAL_SECONDS: intFrom(60, 0, 3600),
+  KEYWARD_NOTIFY_THROTTLE_SECONDS: intFrom(3600, 0, 7 * 86400),
   // Settled (delivered) dead letters of a source without its own dead-letter retention are pruned after this.
   KEYWARD_DEAD_LETTER_RETENTION_DAYS: intFrom(30, 1, 3650),
 }).superRefine((env, ctx) => {
+  if (env.KEYWARD_NOTIFY_FORMAT === "standard" && !env.KEYWARD_NOTIFY_SECRET) {
+    ctx.addIssue({ code: "custom", path: ["KEYWARD_NOTIFY_SECRET"], message: 'is required with KEYWARD_NOTIFY_FORMAT=standard (a whsec_… secret to sign with)' });
+  }
   // Node refuses a header timeout longer than the request timeout (the headers are part of the request).
   if (env.KEYWARD_HTTP_HEADERS_TIMEOUT_MS > env.KEYWARD_HTTP_REQUEST_TIMEOUT_MS) {
     ctx.addIssue({

@@ -6,8 +6,8 @@ import "server-only";
 import pg from "pg";
 import { PrismaPg } from "@prisma/adapter-pg";
 import { PrismaClient } from "./generated/client";
-import { loadEnv } from "../config/env";
-import { processGlobal } from "../process-global";
+import { loadEnv } from "@/lib/config/env";
+import { processGlobal } from "@/lib/process-global";
 
 type Shared = { pool: pg.Pool; prisma: PrismaClient; url: string };
 
@@ -37,20 +37,21 @@ const KEEPALIVE_IDLE_MS = 10_000;
  */
 class TimeoutClient extends pg.Client {
   // pg's query() is overloaded (config or text, values, callback or promise): wrap whichever it is.
-  query(...args: any[]): any {
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- an override of every overload answers what each one does
+  query(...args: unknown[]): any {
     const drop = (err: unknown) => {
       if (err instanceof Error && err.message === "Query read timeout") this.end().catch(() => {});
     };
     const last = args.length - 1;
     if (typeof args[last] === "function") {
-      const callback = args[last];
+      const callback = args[last] as (err: unknown, res: unknown) => void;
       args[last] = (err: unknown, res: unknown) => {
         drop(err);
         callback(err, res);
       };
-      return (super.query as any)(...args);
+      return Reflect.apply(super.query, this, args);
     }
-    const result = (super.query as any)(...args);
+    const result = Reflect.apply(super.query, this, args);
     if (result && typeof result.then === "function") result.then(undefined, drop);
     return result;
   }
@@ -64,7 +65,7 @@ class TimeoutClient extends pg.Client {
  * A claim whose answer was lost this way may still have committed: callers resolve that with an
  * attemptId (docs/reliability.md).
  */
-export function createPool(url: string): pg.Pool {
+export function createPool(url: string, applicationName = "keyward"): pg.Pool {
   const env = loadEnv();
   const pool = new pg.Pool({
     Client: TimeoutClient,
@@ -76,7 +77,7 @@ export function createPool(url: string): pg.Pool {
     query_timeout: env.KEYWARD_DB_STATEMENT_TIMEOUT_MS + QUERY_TIMEOUT_MARGIN_MS,
     keepAlive: true,
     keepAliveInitialDelayMillis: KEEPALIVE_IDLE_MS,
-    application_name: "keyward",
+    application_name: applicationName,
   });
   // An idle client losing its connection must not crash the process; the next query reports it.
   pool.on("error", () => {});
@@ -101,6 +102,22 @@ export function db(): Shared {
   return slot.current;
 }
 
+const readSlot = processGlobal("readDb", () => ({ current: undefined as { pool: pg.Pool; url: string } | undefined }));
+
+/**
+ * The read replica's pool (KEYWARD_READ_DATABASE_URL), or null when none is configured. Only lib/db/read.ts
+ * uses it: it decides which reads may go there and what happens when the replica cannot answer.
+ */
+export function readReplicaPool(): pg.Pool | null {
+  const url = loadEnv().KEYWARD_READ_DATABASE_URL;
+  if (!url) return null;
+  if (readSlot.current?.url !== url) {
+    readSlot.current?.pool.end().catch(() => {});
+    readSlot.current = { pool: createPool(url, "keyward-read"), url };
+  }
+  return readSlot.current.pool;
+}
+
 export const prisma = (): PrismaClient => db().prisma;
 export const pool = (): pg.Pool => db().pool;
 
@@ -108,6 +125,9 @@ export const pool = (): pg.Pool => db().pool;
 export async function closeDb(): Promise<void> {
   const current = slot.current;
   slot.current = undefined;
+  const replica = readSlot.current;
+  readSlot.current = undefined;
+  if (replica) await replica.pool.end();
   if (current) {
     await current.prisma.$disconnect();
     await current.pool.end();

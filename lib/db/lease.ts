@@ -2,8 +2,7 @@
  * Leases: "one holder at a time" for jobs that must not run twice at once across instances (pruning;
  * any job can use its own name). A lease is a row of `job_leases` (name, holder, lease_until), taken,
  * renewed and released by single statements on the DATABASE clock. Unlike a session-level advisory lock
- * it needs no session state, so it holds through a transaction-mode pooler (PgBouncer) and on the
- * embedded database, whose one shared session makes a session lock re-entrant for every connection.
+ * it needs no session state, so it holds through a transaction-mode pooler (PgBouncer).
  *
  * - Taking is one `INSERT … ON CONFLICT DO UPDATE … WHERE`: it succeeds if there is no row, the row's
  *   lease has lapsed, or the row is already this holder's. Two takers at once: the second waits for the
@@ -15,10 +14,12 @@
  * - Releasing deletes the row if it is still this holder's.
  */
 import "server-only";
+import { z } from "zod";
 import { randomUUID } from "node:crypto";
 import os from "node:os";
-import { query, type Queryable } from "./sql";
-import { pool } from "./client";
+import { execute, query } from "./sql";
+import { database, type Db } from "./transaction";
+import { startHeartbeat } from "@/lib/jobs/heartbeat";
 
 /** Who holds a lease: host, process and a per-run token, so two runs of one process are two holders. */
 export function leaseHolder(): string {
@@ -26,31 +27,33 @@ export function leaseHolder(): string {
 }
 
 /** Takes lease `name` for `seconds` if it is free, lapsed, or already `holder`'s. True if `holder` now has it. */
-export async function takeLease(name: string, holder: string, seconds: number, on: Queryable = pool()): Promise<boolean> {
+export async function takeLease(name: string, holder: string, seconds: number, db: Db = database()): Promise<boolean> {
   const rows = await query(
+    z.object({ holder: z.string() }),
     `INSERT INTO job_leases AS l (name, holder, lease_until) VALUES ($1, $2, now() + make_interval(secs => $3::float8))
      ON CONFLICT (name) DO UPDATE SET holder = excluded.holder, lease_until = excluded.lease_until
      WHERE l.lease_until <= now() OR l.holder = excluded.holder
      RETURNING holder`,
     [name, holder, seconds],
-    on,
+    db,
   );
   return rows.length === 1;
 }
 
 /** Extends `holder`'s lease by `seconds` from now. False if another holder has taken it meanwhile (or it was released). */
-export async function renewLease(name: string, holder: string, seconds: number, on: Queryable = pool()): Promise<boolean> {
+export async function renewLease(name: string, holder: string, seconds: number, db: Db = database()): Promise<boolean> {
   const rows = await query(
+    z.object({ holder: z.string() }),
     "UPDATE job_leases SET lease_until = now() + make_interval(secs => $3::float8) WHERE name = $1 AND holder = $2 RETURNING holder",
     [name, holder, seconds],
-    on,
+    db,
   );
   return rows.length === 1;
 }
 
 /** Gives the lease back if `holder` still has it. */
-export async function releaseLease(name: string, holder: string, on: Queryable = pool()): Promise<void> {
-  await query("DELETE FROM job_leases WHERE name = $1 AND holder = $2", [name, holder], on);
+export async function releaseLease(name: string, holder: string, db: Db = database()): Promise<void> {
+  await execute("DELETE FROM job_leases WHERE name = $1 AND holder = $2", [name, holder], db);
 }
 
 export type HeldLease = {
@@ -70,26 +73,20 @@ export async function withLease<T>(
   name: string,
   seconds: number,
   job: (lease: HeldLease) => Promise<T>,
-  { holder = leaseHolder(), on = pool() }: { holder?: string; on?: Queryable } = {},
+  { holder = leaseHolder(), db = database() }: { holder?: string; db?: Db } = {},
 ): Promise<{ held: true; value: T } | { held: false }> {
-  if (!(await takeLease(name, holder, seconds, on))) return { held: false };
+  if (!(await takeLease(name, holder, seconds, db))) return { held: false };
   const lost = new AbortController();
-  let renewing: Promise<void> | undefined;
-  const timer = setInterval(() => {
-    if (renewing || lost.signal.aborted) return;
-    renewing = renewLease(name, holder, seconds, on)
-      .then((still) => {
-        if (!still) lost.abort(new Error(`the ${name} lease lapsed and was taken by another holder`));
-      })
-      .catch(() => {}) // unreachable database: the job's own statements report it; retry at the next tick
-      .finally(() => (renewing = undefined));
-  }, Math.max(100, (seconds * 1000) / 3));
-  timer.unref();
+  // A heartbeat (lib/jobs/heartbeat.ts): one renewal at a time; an unreachable database is left to the
+  // job's own statements to report, and retried at the next beat.
+  const renewal = startHeartbeat(Math.max(100, (seconds * 1000) / 3), async () => {
+    if (lost.signal.aborted) return;
+    if (!(await renewLease(name, holder, seconds, db))) lost.abort(new Error(`the ${name} lease lapsed and was taken by another holder`));
+  });
   try {
     return { held: true, value: await job({ name, holder, lost: lost.signal }) };
   } finally {
-    clearInterval(timer);
-    await renewing;
-    await releaseLease(name, holder, on).catch(() => {}); // unreachable: the lease lapses on its own
+    await renewal.stop();
+    await releaseLease(name, holder, db).catch(() => {}); // unreachable: the lease lapses on its own
   }
 }

@@ -2,7 +2,7 @@
  * Applies prisma/migrations to a PostgreSQL database exactly as `prisma migrate deploy` does (same
  * `_prisma_migrations` bookkeeping, checksums, and "a failed migration blocks later ones"), using
  * Prisma's schema engine compiled to WebAssembly over the pg driver adapter. The native engine that
- * `prisma migrate` downloads is not needed, so this works offline and inside the embedded database.
+ * `prisma migrate` downloads is not needed, so this works offline.
  */
 import "server-only";
 import { createHash } from "node:crypto";
@@ -138,9 +138,26 @@ export async function migrate(databaseUrl: string, migrationsDir = MIGRATIONS_DI
   const logs: string[] = [];
   let scriptError: Error | undefined;
   let engine: SchemaEngine | undefined;
+  let turn: pg.Client | undefined;
   try {
     const migrationsList = await loadMigrationsList(migrationsDir);
     if (await isUpToDate(pool, migrationsList)) return [];
+    // Two processes migrating at once (`npm start &` and a CLI command right after it) take turns: the
+    // engine's own advisory lock covers applying, not its history check before it, which would report the
+    // other process's migration in progress as "failed earlier". A transaction-level lock on a connection
+    // of its own: it also holds, and ends, behind a transaction-mode pooler. One of the two documented BEGINs
+    // outside withTransaction (docs/architecture.md, "Data access"): migrations run before the app's pool exists.
+    turn = new pg.Client({ connectionString: databaseUrl });
+    await turn.connect();
+    await turn.query("BEGIN");
+    await turn.query(`SET LOCAL lock_timeout = '${MIGRATION_TURN_WAIT_S}s'`);
+    try {
+      await turn.query("SELECT pg_advisory_xact_lock($1)", [MIGRATION_TURN_LOCK_KEY]);
+    } catch (err) {
+      if ((err as { code?: string }).code !== "55P03") throw err;
+      throw new MigrationError(`another process has been migrating this database for ${MIGRATION_TURN_WAIT_S} s; wait for it, or stop it`);
+    }
+    if (await isUpToDate(pool, migrationsList)) return []; // the other process has just applied them
     const { SchemaEngine } = await loadEngineModule();
     const schemaText = await readFile(SCHEMA_PATH, "utf8");
     engine = await SchemaEngine.new(
@@ -163,9 +180,15 @@ export async function migrate(databaseUrl: string, migrationsDir = MIGRATIONS_DI
     throw new MigrationError(describeFailure(err, scriptError), err);
   } finally {
     engine?.free();
+    await turn?.query("COMMIT").catch(() => {});
+    await turn?.end().catch(() => {});
     await pool.end();
   }
 }
+
+/** Not Prisma's own migrator lock key (72707369): this one is held around it, on another connection. */
+const MIGRATION_TURN_LOCK_KEY = 72707370;
+const MIGRATION_TURN_WAIT_S = 300;
 
 /** "migration <name> failed: <PostgreSQL's message> (SQLSTATE …); it was rolled back", as far as known. */
 function describeFailure(err: unknown, scriptError: Error | undefined): string {

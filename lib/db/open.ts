@@ -1,8 +1,7 @@
 /** Chooses the database: DATABASE_URL if set, otherwise the embedded one under KEYWARD_DATA_DIR. */
 import "server-only";
-import { ConfigError, dataDir, loadEnv } from "../config/env";
+import { ConfigError, dataDir, loadEnv } from "@/lib/config/env";
 import { openEmbedded, type DatabaseHandle } from "./embedded";
-import { forgetNamedStatementsSetting } from "./sql";
 
 export function describeUrl(url: string): string {
   try {
@@ -16,11 +15,8 @@ export function describeUrl(url: string): string {
 
 /**
  * Opens the database this process should use and points process.env.DATABASE_URL at it, so every
- * module (Prisma, the raw-SQL helper, Next's route handlers) connects the same way.
- *
- * The embedded database serves every connection from one PostgreSQL session, where a named statement
- * of one pool connection collides with the same name prepared by another ("prepared statement … already
- * exists"): there KEYWARD_DB_PREPARED_STATEMENTS is forced off, whatever was set.
+ * module (Prisma, the raw-SQL helper, Next's route handlers) connects the same way. The embedded
+ * database is a PostgreSQL server like any other: nothing below depends on which one it is.
  */
 export async function openDatabase(): Promise<DatabaseHandle> {
   const env = loadEnv();
@@ -29,10 +25,8 @@ export async function openDatabase(): Promise<DatabaseHandle> {
   }
   const handle: DatabaseHandle = env.DATABASE_URL
     ? { url: env.DATABASE_URL, description: describeUrl(env.DATABASE_URL), close: async () => {} }
-    : await openEmbedded(dataDir(env), env.KEYWARD_EMBEDDED_PORT);
+    : await openEmbedded(dataDir(env), { port: env.KEYWARD_EMBEDDED_PORT });
   process.env.DATABASE_URL = handle.url;
-  if (!env.DATABASE_URL) process.env.KEYWARD_DB_PREPARED_STATEMENTS = "off";
-  forgetNamedStatementsSetting();
   return handle;
 }
 

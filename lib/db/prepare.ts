@@ -9,9 +9,8 @@
  * failure the database is released before the error is rethrown. (The one lib/db module that calls
  * domain code: the upkeep belongs to lib/audit and lib/retention, the order of start-up here.)
  */
-import { dropExpiredAuditPartitions, ensureAuditPartitions } from "../audit/partitions";
-import { loadEnv } from "../config/env";
-import { applyDedupModeSetting } from "../retention/partitions";
+import { dropExpiredAuditPartitions, ensureAuditPartitions } from "@/lib/audit/partitions";
+import { applyDedupModeSetting } from "@/lib/retention/partitions";
 import { closeDb } from "./client";
 import type { DatabaseHandle } from "./embedded";
 import { migrate } from "./migrate";
@@ -21,7 +20,7 @@ import { checkDatabaseSession } from "./session-check";
 export type PrepareStep =
   | { step: "opened"; database: DatabaseHandle; target: { url: string; description: string } }
   | { step: "migrated"; applied: string[] }
-  /** Only with checkSession, and only on an external database (the embedded one is one session). */
+  /** Only with checkSession. */
   | { step: "session_checked"; warnings: string[] }
   | { step: "audit_partitions_created"; created: number }
   /** What applying KEYWARD_DEDUP_MODE did, or null when nothing was to do. */
@@ -39,13 +38,12 @@ export type PrepareOptions = {
 /** Opens, migrates and (optionally) maintains the database; the caller closes the handle when done. */
 export async function prepareDatabase(options: PrepareOptions = {}): Promise<DatabaseHandle> {
   const report = options.report ?? (() => {});
-  const external = Boolean(loadEnv().DATABASE_URL); // the embedded database is one session: nothing to check there
   const database = await openDatabase();
   try {
     const target = migrationTarget(database);
     report({ step: "opened", database, target });
     report({ step: "migrated", applied: await migrate(target.url) });
-    if (options.checkSession && external) {
+    if (options.checkSession) {
       report({ step: "session_checked", warnings: await checkDatabaseSession({ migratedElsewhere: target.url !== database.url }) });
     }
     if (options.upkeep) {

@@ -20,7 +20,7 @@
  */
 import "server-only";
 import { readdir } from "node:fs/promises";
-import { loadEnv } from "../config/env";
+import { loadEnv } from "@/lib/config/env";
 import { pool } from "./client";
 import { MIGRATIONS_DIR } from "./migrate";
 

@@ -5,8 +5,9 @@
  *
  * A handle carries both ways of talking to the database, on the same connection:
  * - `db.prisma`: Prisma, the data layer of record (schema, migrations, ordinary reads and writes);
- * - `db.query` / `db.execute`: hand-written SQL, for what needs PostgreSQL itself (`FOR UPDATE`, CTEs,
- *   `unnest` batches, advisory locks, the database clock). Alone, a statement runs on the shared pool
+ * - `query(Row, sql, values, db)` / `execute(sql, values, db)` (lib/db/sql.ts, through `db.raw`): hand-written
+ *   SQL, for what needs PostgreSQL itself (`FOR UPDATE`, CTEs, `unnest` batches, advisory locks, the
+ *   database clock). Alone, a statement runs on the shared pool
  *   (lib/db/sql.ts: prepared where named, retried once more on a lost serialization race, a fault → 503);
  *   inside a transaction, on the transaction's connection. Rows come back alike both ways (int8 as a
  *   number, bytea as a Buffer), so one function serves both.
@@ -20,19 +21,24 @@
  * is already in a transaction it joins it (the outer caller commits, and decides about retries), else it
  * opens one.
  */
+import { loadEnv } from "@/lib/config/env";
 import type { Prisma, PrismaClient } from "./generated/client";
 import { pool, prisma } from "./client";
-import { execute, isUnavailable, query, toUnavailable, type PreparedSql } from "./sql";
+import { isUnavailable, run, toUnavailable, type Connection, type PreparedSql } from "./sql";
 
 export interface Db {
   /** Prisma: the shared client, or the transaction's. */
   readonly prisma: PrismaClient | Prisma.TransactionClient;
   /** True inside withTransaction. */
   readonly inTransaction: boolean;
-  /** Hand-written SQL; resolves with the rows. */
-  query<Row extends object>(sql: string | PreparedSql, values?: unknown[]): Promise<Row[]>;
-  /** Hand-written SQL whose answer is how many rows it touched. */
-  execute(sql: string | PreparedSql, values?: unknown[]): Promise<number>;
+  /**
+   * How this handle runs hand-written SQL on its connection. Not called by domain code: `query()` and
+   * `execute()` (lib/db/sql.ts) are the one raw-SQL entry point, and take the handle.
+   */
+  readonly raw: {
+    rows<Row extends object>(sql: string | PreparedSql, values: unknown[]): Promise<Row[]>;
+    count(sql: string | PreparedSql, values: unknown[]): Promise<number>;
+  };
 }
 
 /** The handle outside any transaction: the shared Prisma client and pg pool (lib/db/client.ts). */
@@ -41,16 +47,32 @@ const ROOT: Db = {
   get prisma() {
     return prisma();
   },
-  query: (sql, values = []) => query(sql, values, pool()),
-  execute: (sql, values = []) => execute(sql, values, pool()),
+  raw: {
+    rows: async <Row extends object>(sql: string | PreparedSql, values: unknown[]) => (await run<Row>(sql, values, pool())).rows,
+    count: async (sql, values) => (await run(sql, values, pool())).rowCount ?? 0,
+  },
 };
 
+/** The shared pool's handle: every domain function's default. */
 export function database(): Db {
   return ROOT;
 }
 
-export function isDb(on: unknown): on is Db {
-  return typeof on === "object" && on !== null && "inTransaction" in on && "prisma" in on;
+/**
+ * A handle on a pg pool (or client) the caller holds itself: a test's wide pool, a benchmark's. Raw SQL
+ * only (its `prisma` is refused: Prisma runs on the shared pool, and would not be on this connection).
+ */
+export function connectionDb(connection: Connection): Db {
+  return {
+    inTransaction: false,
+    get prisma(): PrismaClient {
+      throw new Error("connectionDb(): a handle on a caller's own connection runs raw SQL only");
+    },
+    raw: {
+      rows: async <Row extends object>(sql: string | PreparedSql, values: unknown[]) => (await run<Row>(sql, values, connection)).rows,
+      count: async (sql, values) => (await run(sql, values, connection)).rowCount ?? 0,
+    },
+  };
 }
 
 export type TransactionOptions = {
@@ -62,7 +84,11 @@ export type TransactionOptions = {
   retrySerialization?: boolean | number;
   /** A handle to join if it is already in a transaction (see the header). */
   db?: Db;
-  /** Prisma's interactive-transaction bounds: waiting for a connection, and the transaction's whole life. */
+  /**
+   * Prisma's interactive-transaction bounds: waiting for a connection (default: KEYWARD_DB_CONNECT_TIMEOUT_MS,
+   * the bound on every other wait for one; Prisma's own 2 s default was shorter than opening a connection
+   * takes on a loaded machine), and the transaction's whole life.
+   */
   maxWait?: number;
   timeout?: number;
   isolationLevel?: Prisma.TransactionIsolationLevel;
@@ -72,7 +98,7 @@ export const DEFAULT_SERIALIZATION_ATTEMPTS = 3;
 
 /** Runs `fn` in one transaction: everything it does through the handle commits together or not at all. */
 export async function withTransaction<T>(fn: (tx: Db) => Promise<T>, options: TransactionOptions = {}): Promise<T> {
-  const { retrySerialization, db = database(), maxWait, timeout, isolationLevel } = options;
+  const { retrySerialization, db = database(), maxWait = loadEnv().KEYWARD_DB_CONNECT_TIMEOUT_MS, timeout, isolationLevel } = options;
   if (db.inTransaction) return fn(db);
   const attempts = retrySerialization === true ? DEFAULT_SERIALIZATION_ATTEMPTS : retrySerialization || 1;
   const client = db.prisma as PrismaClient;
@@ -118,19 +144,21 @@ function transactionHandle(tx: Prisma.TransactionClient): Db {
   return {
     inTransaction: true,
     prisma: tx,
-    async query<Row extends object>(sql: string | PreparedSql, values: unknown[] = []) {
-      try {
-        return (await tx.$queryRawUnsafe<Row[]>(text(sql), ...values)).map(normalizeRow);
-      } catch (err) {
-        throw isUnavailable(err) ? toUnavailable(err) : err;
-      }
-    },
-    async execute(sql: string | PreparedSql, values: unknown[] = []) {
-      try {
-        return await tx.$executeRawUnsafe(text(sql), ...values);
-      } catch (err) {
-        throw isUnavailable(err) ? toUnavailable(err) : err;
-      }
+    raw: {
+      async rows<Row extends object>(sql: string | PreparedSql, values: unknown[]) {
+        try {
+          return (await tx.$queryRawUnsafe<Row[]>(text(sql), ...values)).map(normalizeRow);
+        } catch (err) {
+          throw isUnavailable(err) ? toUnavailable(err) : err;
+        }
+      },
+      async count(sql: string | PreparedSql, values: unknown[]) {
+        try {
+          return await tx.$executeRawUnsafe(text(sql), ...values);
+        } catch (err) {
+          throw isUnavailable(err) ? toUnavailable(err) : err;
+        }
+      },
     },
   };
 }

@@ -13,9 +13,9 @@
  * wrapper (lib/http/route.ts), so every answer under /api is JSON.
  */
 import type { IncomingMessage, ServerResponse } from "node:http";
-import { KeywardError } from "../errors";
-import type { ErrorBody } from "../http/error-body";
-import { API_HEADERS } from "../http/headers";
+import { KeywardError } from "@/lib/errors";
+import type { ErrorBody } from "@/lib/http/error-body";
+import { API_HEADERS } from "@/lib/http/headers";
 
 export const isApiPath = (url: string | undefined): boolean => url === "/api" || /^\/api[/?]/.test(url ?? "");
 

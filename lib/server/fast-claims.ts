@@ -12,13 +12,13 @@
  * errorResponse(). The answer of an accepted claim is the route's: the same status, body and headers.
  */
 import type { IncomingMessage, ServerResponse } from "node:http";
-import { actorOf } from "../auth/principal";
-import { verifyApiKey } from "../auth/api-keys";
-import { isAllowed } from "../auth/authorize";
-import { claimEvent, claimEvents } from "../claims/claim";
-import { batchClaimRequest, claimRequest, OUTCOME_STATUS } from "../claims/schema";
-import { errorResponse, MAX_BODY_BYTES } from "../http/route";
-import { API_HEADERS } from "../http/headers";
+import { actorOf } from "@/lib/auth/principal";
+import { verifyApiKey } from "@/lib/auth/api-keys";
+import { isAllowed } from "@/lib/auth/authorize";
+import { claimEvent, claimEvents } from "@/lib/claims/claim";
+import { batchClaimRequest, claimRequest, OUTCOME_STATUS } from "@/lib/claims/schema";
+import { errorResponse, MAX_BODY_BYTES } from "@/lib/http/route";
+import { API_HEADERS } from "@/lib/http/headers";
 
 export type FastClaimKind = "claim" | "batch";
 

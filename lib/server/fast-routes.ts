@@ -1,5 +1,6 @@
 /**
- * The claim endpoints (and GET /metrics) served straight from the Node HTTP server, before Next's router.
+ * The claim endpoints, GET /metrics, /healthz, /readyz and the raw dead-letter intake served straight from
+ * the Node HTTP server, before Next's router.
  *
  * Why: on this kind of machine Next's per-request routing costs ~1.3 ms and caps a process at ~600
  * requests/s even for a 401 that never touches the database (docs/benchmarks.md), while the claim
@@ -14,9 +15,18 @@
 import "server-only";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { Readable } from "node:stream";
-import { claimBatchHandler as claimBatch, claimHandler as claim, completeHandler as complete, keyStateHandler as keyState, releaseHandler as release } from "../claims/http";
-import { metricsHandler as metrics } from "../metrics/http";
-import { observeClaimSeconds } from "../metrics/prometheus";
+import {
+  claimBatchHandler as claimBatch,
+  claimHandler as claim,
+  completeHandler as complete,
+  extendHandler as extend,
+  keyStateHandler as keyState,
+  releaseHandler as release,
+} from "@/lib/claims/http";
+import { metricsHandler as metrics } from "@/lib/metrics/http";
+import { rawIntakeHandler as rawDeadLetter } from "@/lib/deadletters/http";
+import { healthzHandler as healthz, readyzHandler as readyz } from "@/lib/health/http";
+import { observeClaimSeconds } from "@/lib/metrics/prometheus";
 import { serveClaimNative, writeResponse, type Fallback } from "./fast-claims";
 
 type Params = Record<string, string>;
@@ -27,7 +37,10 @@ const POSTS: Record<string, Handler> = {
   "/api/v1/claims": claim,
   "/api/v1/claims/batch": claimBatch,
   "/api/v1/claims/complete": complete,
+  "/api/v1/claims/extend": extend,
   "/api/v1/claims/release": release,
+  // A raw body of up to KEYWARD_MAX_PAYLOAD_BYTES: streamed from the socket into the handler's one buffer.
+  "/api/v1/dead-letters/raw": rawDeadLetter,
 };
 
 /** Claim routes whose answer time goes to the keyward_claim_duration_seconds histogram. */
@@ -42,6 +55,8 @@ export function matchFastRoute(method: string | undefined, url: string | undefin
   if (method === "POST" && Object.hasOwn(POSTS, pathname)) return { handler: POSTS[pathname], params: {}, timed: TIMED[pathname] };
   if (method === "GET") {
     if (pathname === "/metrics") return { handler: metrics as Handler, params: {} };
+    if (pathname === "/healthz") return { handler: healthz as Handler, params: {} };
+    if (pathname === "/readyz") return { handler: readyz as Handler, params: {} };
     const m = KEY_STATE.exec(pathname);
     if (m) {
       try {
@@ -59,7 +74,7 @@ export async function serveFast(match: FastMatch, req: IncomingMessage, res: Ser
   let read: Fallback["read"] = null;
   if (match.timed) {
     const fallback = await serveClaimNative(match.timed, req, res);
-    if (!fallback) return void observeClaimSeconds(match.timed, (performance.now() - started) / 1000);
+    if (!fallback) return void observeClaimSeconds(match.timed, (performance.now() - started) / 1000, res.headersSent ? res.statusCode : 0);
     read = fallback.read;
   }
   const headers = new Headers();
@@ -78,7 +93,7 @@ export async function serveFast(match: FastMatch, req: IncomingMessage, res: Ser
     duplex: "half",
   } as RequestInit);
   const response = await match.handler(request, { params: Promise.resolve(match.params) });
-  if (match.timed) observeClaimSeconds(match.timed, (performance.now() - started) / 1000);
+  if (match.timed) observeClaimSeconds(match.timed, (performance.now() - started) / 1000, response.status);
   // A refused request (401, 413, …) may leave its body unread; closing is cheaper than draining it,
   // and the connection could not serve the next request until the body was consumed.
   await writeResponse(res, response, hasBody && !req.complete ? { connection: "close" } : undefined);

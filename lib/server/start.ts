@@ -5,29 +5,35 @@
  * fast-routes.ts, everything else through Next).
  */
 import "server-only";
+import { z } from "zod";
 import http from "node:http";
 import { randomBytes } from "node:crypto";
 import next from "next";
-import { loadEnv, type KeywardEnv } from "../config/env";
-import { prepareDatabase } from "../db/prepare";
-import type { DatabaseHandle } from "../db/embedded";
-import { closeDb, pool } from "../db/client";
-import { startApiKeyListener } from "../auth/api-key-cache";
-import { registerRedisUse, startRedis, stopRedis } from "../claims/redis";
-import { query } from "../db/sql";
-import { flushClaimCounts } from "../metrics/claim-counts";
-import { metricsSamplerJob } from "../metrics/sampler";
-import { startJobs } from "../jobs/registry";
+import { loadEnv, type KeywardEnv } from "@/lib/config/env";
+import { prepareDatabase } from "@/lib/db/prepare";
+import type { DatabaseHandle } from "@/lib/db/embedded";
+import { closeDb } from "@/lib/db/client";
+import { startApiKeyListener } from "@/lib/auth/api-key-cache";
+import { redisJobs, registerRedisUse, startRedis, stopRedis } from "@/lib/claims/redis";
+import { execute, query } from "@/lib/db/sql";
+import { claimCountsJob, flushClaimCounts } from "@/lib/metrics/claim-counts";
+import { metricsSamplerJob } from "@/lib/metrics/sampler";
+import { startJobs } from "@/lib/jobs/registry";
 import { buildIfNeeded, ensureGeneratedClient, ROOT } from "./build";
 import { matchFastRoute, serveFast } from "./fast-routes";
-import { auditPartitionsJob } from "../audit/partitions";
-import { pruningJob } from "../retention/schedule";
-import { scheduleReplayWorker } from "../replay/executor";
-import { scheduleInletConsumers } from "../inlets/consumers";
-import { lateDuplicatesJob } from "../retention/late-duplicates";
-import { pageHeaders } from "../http/headers";
-import { KeywardError } from "../errors";
+import { auditPartitionsJob } from "@/lib/audit/partitions";
+import { pruningJob } from "@/lib/retention/schedule";
+import { scheduleReplayWorker } from "@/lib/replay/executor";
+import { inletConsumerJobs } from "@/lib/inlets/consumers";
+import { demoTrafficJob } from "@/lib/demo/traffic";
+import { lateDuplicatesJob } from "@/lib/retention/late-duplicates";
+import { notificationsJob } from "@/lib/notify/evaluate";
+import { pageHeaders } from "@/lib/http/headers";
+import { PAGE_PATH_HEADER } from "@/lib/auth/return-to";
+import { KeywardError } from "@/lib/errors";
 import { apiPathProblem, completeBodilessRefusals, isApiPath, malformedSegment, writeApiError } from "./api-edge";
+import { MIGRATIONS_DIR } from "@/lib/db/migrate";
+import { shipMigrations } from "@/lib/health/readiness";
 
 export async function startServer(options: { build?: boolean } = {}): Promise<void> {
   const env = loadEnv();
@@ -62,6 +68,7 @@ export async function startServer(options: { build?: boolean } = {}): Promise<vo
     process.exit(1);
   }
 
+  shipMigrations(MIGRATIONS_DIR); // what GET /readyz expects applied
   const app = next({ dev: false, dir: ROOT, hostname: env.HOSTNAME, port: env.PORT });
   await app.prepare();
   const handle = app.getRequestHandler();
@@ -78,6 +85,8 @@ export async function startServer(options: { build?: boolean } = {}): Promise<vo
         // Console pages: a fresh nonce per response. Next reads it from the request's CSP header and puts
         // it on every script it renders; the browser runs no other inline script.
         const headers = pageHeaders(randomBytes(16).toString("base64"));
+        // The page's own address, for a return after sign-in (lib/auth/return-to.ts); never the client's word.
+        req.headers[PAGE_PATH_HEADER] = req.url ?? "/";
         req.headers["content-security-policy"] = headers[0][1];
         for (const [name, value] of headers) res.setHeader(name, value);
         if (malformedSegment(req.url ?? "/")) {
@@ -112,11 +121,10 @@ export async function startServer(options: { build?: boolean } = {}): Promise<vo
   const port = typeof address === "object" && address ? address.port : env.PORT;
   console.log(`[keyward] console and API on http://${env.HOSTNAME}:${port}`);
   const log = (msg: string) => console.error(`[keyward] ${msg}`);
-  const external = Boolean(env.DATABASE_URL);
   // The database listener (the API-key cache's evictions, the Redis namespace) needs a direct connection:
   // KEYWARD_MIGRATE_DATABASE_URL when set (behind PgBouncer in transaction mode LISTEN needs one), else
-  // DATABASE_URL. Neither runs on the embedded database (one shared session).
-  const redisUrl = external ? env.KEYWARD_REDIS_URL : undefined;
+  // the database's own URL.
+  const redisUrl = env.KEYWARD_REDIS_URL;
   if (redisUrl) {
     await registerRedisUse();
     await startRedis({
@@ -129,19 +137,34 @@ export async function startServer(options: { build?: boolean } = {}): Promise<vo
     console.log(`[keyward] Redis first line: on (command timeout ${env.KEYWARD_REDIS_TIMEOUT_MS} ms)`);
   }
   const listener =
-    external && (env.KEYWARD_API_KEY_CACHE === "on" || redisUrl)
+    env.KEYWARD_API_KEY_CACHE === "on" || redisUrl
       ? startApiKeyListener({
           url: env.KEYWARD_MIGRATE_DATABASE_URL ?? database.url,
-          crossSession: (sql, values) => pool().query(sql, values),
+          crossSession: (sql, values) => execute(sql, values),
           log: (msg) => console.warn(`[keyward] ${msg}`),
           connectTimeoutMs: env.KEYWARD_DB_CONNECT_TIMEOUT_MS,
           cacheKeys: env.KEYWARD_API_KEY_CACHE === "on",
         })
       : undefined;
-  // The periodic jobs (lib/jobs/registry.ts); the replay worker polls through a registry of its own.
-  const jobs = startJobs([auditPartitionsJob(), metricsSamplerJob(), pruningJob(log), lateDuplicatesJob()], log);
+  // Every periodic job of the process (lib/jobs/registry.ts; docs/architecture.md lists them). The replay
+  // worker polls through a registry of its own (its stop also ends the deliveries it drives).
+  const jobs = startJobs(
+    [
+      auditPartitionsJob(),
+      metricsSamplerJob(),
+      pruningJob(log),
+      lateDuplicatesJob(),
+      notificationsJob(),
+      claimCountsJob(),
+      ...(redisUrl ? redisJobs() : []),
+      // The inlet supervisor: its stop also stops each consumer, which stores and acknowledges the batch in hand.
+      ...inletConsumerJobs(log),
+      // `keyward demo`: its simulated senders keep delivering while it runs (lib/demo/traffic.ts).
+      ...(process.env.KEYWARD_DEMO === "1" ? [demoTrafficJob()] : []),
+    ],
+    log,
+  );
   const stopReplays = scheduleReplayWorker(log);
-  const stopInlets = scheduleInletConsumers(log);
   await printFirstStartHints();
 
   let stopping = false;
@@ -149,12 +172,11 @@ export async function startServer(options: { build?: boolean } = {}): Promise<vo
     if (stopping) return;
     stopping = true;
     console.log(`[keyward] ${signal}: shutting down`);
-    // A prune run in progress ends after its current batch, a sample commits or rolls back.
+    // A prune run in progress ends after its current batch, a sample commits or rolls back; the inlet
+    // consumers store and acknowledge the batch in hand and the rest goes back to the queues.
     const jobsStopped = jobs.stop();
     // Deliveries in flight are aborted and their items put back (a restart resumes them).
     const replaysStopped = stopReplays();
-    // The batch in hand is stored and acknowledged; the rest goes back to the queues.
-    const inletsStopped = stopInlets();
     // Let requests in flight finish (a committed claim must get its answer), then cut what is left.
     const closed = new Promise((r) => server.close(r));
     server.closeIdleConnections();
@@ -162,7 +184,6 @@ export async function startServer(options: { build?: boolean } = {}): Promise<vo
     if (!drained) server.closeAllConnections();
     await jobsStopped; // before the pool closes
     await replaysStopped;
-    await inletsStopped;
     await flushClaimCounts().catch(() => {});
     await stopRedis();
     await listener?.stop();
@@ -205,7 +226,8 @@ function clientIp(req: http.IncomingMessage, trustProxy: boolean): string {
 }
 
 async function printFirstStartHints(): Promise<void> {
-  const [counts] = await query<{ sources: number; keys: number; admins: number }>(
+  const [counts] = await query(
+    z.object({ sources: z.number(), keys: z.number(), admins: z.number() }),
     `SELECT (SELECT count(*) FROM sources) AS sources, (SELECT count(*) FROM api_keys WHERE revoked_at IS NULL) AS keys,
             (SELECT count(*) FROM auth_users WHERE role = 'admin' AND NOT disabled) AS admins`,
   );

@@ -1,19 +1,29 @@
 /**
- * Ownership of the embedded database's data directory (lib/db/embedded.ts): one process serves it,
- * a second open in the same process shares it, and a stale owner.json never locks a user out.
+ * Sharing and recovering the embedded PostgreSQL's data directory (lib/db/embedded.ts), against real
+ * PostgreSQL servers started from the bundled binaries: two opens in one process share one server and the
+ * last close stops it; a process killed with -9 leaves a server and a registration behind, which the next
+ * open recovers from; a lock file of a dead process, and a postmaster.pid naming a live process that is not
+ * PostgreSQL (a reused pid), never lock a user out.
  */
-import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import { spawn } from "node:child_process";
+import { existsSync } from "node:fs";
+import { mkdtemp, readdir, readFile, rm, writeFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { openEmbedded, type DatabaseHandle } from "../../lib/db/embedded";
+import { embeddedStatus, openEmbedded } from "@/lib/db/embedded";
 
+const ROOT = path.resolve(import.meta.dirname, "../..");
 let dir: string;
+const quiet = { log: () => {} };
+
 beforeAll(async () => {
   dir = await mkdtemp(path.join(os.tmpdir(), "keyward-owner-"));
 });
 afterAll(async () => {
+  const { pid } = embeddedStatus(dir);
+  if (pid) process.kill(pid, "SIGINT");
   await rm(dir, { recursive: true, force: true });
 });
 
@@ -27,38 +37,69 @@ async function selectOne(url: string): Promise<number> {
   }
 }
 
-describe("openEmbedded", () => {
-  it("replaces a stale owner.json (dead pid, or a live pid not serving its port) and shares within a process", async () => {
-    const ownerFile = path.join(dir, "owner.json");
-    // A pid that cannot exist, then this test runner's parent pid with a port nobody listens on.
-    for (const stale of [{ pid: 2 ** 22 + 1, port: 1 }, { pid: process.ppid, port: 1 }]) {
-      await writeFile(ownerFile, JSON.stringify(stale));
-      const handle: DatabaseHandle = await openEmbedded(dir);
-      try {
-        const owner = JSON.parse(await readFile(ownerFile, "utf8")) as { pid: number; port: number };
-        expect(owner.pid).toBe(process.pid);
-        expect(handle.url).toBe(`postgresql://postgres@127.0.0.1:${owner.port}/postgres`);
-        expect(await selectOne(handle.url)).toBe(1);
-
-        const again = await openEmbedded(dir);
-        expect(again.url).toBe(handle.url);
-        await again.close(); // a shared handle does not stop the engine
-        expect(await selectOne(handle.url)).toBe(1);
-      } finally {
-        await handle.close();
-      }
-      await expect(readFile(ownerFile, "utf8")).rejects.toThrow(/ENOENT/);
+async function gone(pid: number): Promise<boolean> {
+  for (let i = 0; i < 200; i++) {
+    try {
+      process.kill(pid, 0);
+    } catch {
+      return true;
     }
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  return false;
+}
+
+describe("openEmbedded", () => {
+  it("two opens in one process share one server; the last close stops it", async () => {
+    const [a, b] = await Promise.all([openEmbedded(dir, quiet), openEmbedded(dir, quiet)]);
+    expect(a.url).toBe(b.url);
+    expect(a.url).toMatch(/^postgresql:\/\/keyward:[0-9a-f]{48}@127\.0\.0\.1:\d+\/keyward$/);
+    expect(await selectOne(a.url)).toBe(1);
+    const { pid } = embeddedStatus(dir);
+    expect(pid).toBeGreaterThan(0);
+    await a.close();
+    expect(await selectOne(b.url)).toBe(1); // still served for the other open
+    await b.close();
+    expect(await gone(pid!)).toBe(true);
+    expect(await readdir(path.join(dir, "users"))).toEqual([]);
+    expect(existsSync(path.join(dir, "lock"))).toBe(false);
   }, 60_000);
 
-  it("two concurrent opens in one process share one engine", async () => {
-    const [a, b] = await Promise.all([openEmbedded(dir), openEmbedded(dir)]);
-    try {
-      expect(b.url).toBe(a.url);
-      expect(await selectOne(a.url)).toBe(1);
-    } finally {
-      await b.close();
-      await a.close();
-    }
+  it("after a user killed with -9, the next open stops the orphaned server and starts afresh", async () => {
+    // A separate process opens the data directory and is killed without closing it.
+    const script = `require("./bin/outside-next.cjs"); require("tsx/cjs/api").register();
+      require("./lib/db/embedded.ts").openEmbedded(${JSON.stringify(dir)}, { log() {} }).then(() => console.log("open"));
+      setInterval(() => {}, 1000);`;
+    const child = spawn(process.execPath, ["-e", script], { cwd: ROOT, stdio: ["ignore", "pipe", "inherit"] });
+    await new Promise<void>((resolve, reject) => {
+      child.stdout!.on("data", (d: Buffer) => d.toString().includes("open") && resolve());
+      child.once("exit", (code) => reject(new Error(`child exited with ${code}`)));
+    });
+    const orphan = embeddedStatus(dir).pid!;
+    expect(orphan).toBeGreaterThan(0);
+    child.kill("SIGKILL");
+    await new Promise((r) => child.once("exit", r));
+    expect(embeddedStatus(dir).pid).toBe(orphan); // still running, registered to a dead process
+
+    const said: string[] = [];
+    const h = await openEmbedded(dir, { log: (m) => said.push(m) });
+    expect(said.join("\n")).toContain(`stopping the embedded PostgreSQL (pid ${orphan}) left running`);
+    expect(await selectOne(h.url)).toBe(1);
+    expect(embeddedStatus(dir).pid).not.toBe(orphan);
+    expect(await readdir(path.join(dir, "users"))).toEqual([String(process.pid)]);
+    await h.close();
+  }, 90_000);
+
+  it("a lock file of a dead process and a postmaster.pid naming a live non-PostgreSQL process do not block", async () => {
+    await writeFile(path.join(dir, "lock"), "999999"); // no such process
+    // After a crash and a reboot the recorded pid may belong to another program: here, this test's process.
+    const cluster = path.join(dir, "postgres");
+    const lines = ["", dir, String(Date.now() / 1000), "54321", "", "127.0.0.1", "  1 2", "ready   "];
+    lines[0] = String(process.pid);
+    await writeFile(path.join(cluster, "postmaster.pid"), lines.join("\n") + "\n");
+    const h = await openEmbedded(dir, quiet);
+    expect(await selectOne(h.url)).toBe(1);
+    expect(Number((await readFile(path.join(cluster, "postmaster.pid"), "utf8")).split("\n")[0])).not.toBe(process.pid);
+    await h.close();
   }, 60_000);
 });

@@ -12,16 +12,16 @@
  */
 import { PrismaPg } from "@prisma/adapter-pg";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
-import { createPool } from "../../lib/db/client";
-import { PrismaClient } from "../../lib/db/generated/client";
-import { isUnavailable } from "../../lib/db/sql";
-import { makeSource, sql, uniq } from "../setup/db";
-import { makeApiKey } from "../setup/http";
-import { stopServer, type Server } from "../setup/server";
-import { call, signedInUser, startTestServer, type CallOptions, type HttpResult } from "../setup/auth";
-import { discoverApiRoutes, type ApiRoute } from "../setup/routes";
-import { startTcpProxy, type TcpProxy } from "../setup/tcp-proxy";
-import { launchChromium, signedInContext } from "../setup/browser";
+import { createPool } from "@/lib/db/client";
+import { PrismaClient } from "@/lib/db/generated/client";
+import { isUnavailable } from "@/lib/db/sql";
+import { makeSource, sql, uniq } from "@/test/setup/db";
+import { makeApiKey } from "@/test/setup/http";
+import { stopServer, type Server } from "@/test/setup/server";
+import { call, signedInUser, startTestServer, type CallOptions, type HttpResult } from "@/test/setup/auth";
+import { discoverApiRoutes, type ApiRoute } from "@/test/setup/routes";
+import { startTcpProxy, type TcpProxy } from "@/test/setup/tcp-proxy";
+import { launchChromium, signedInContext } from "@/test/setup/browser";
 
 const CONNECT_TIMEOUT_MS = 1000;
 const STATEMENT_TIMEOUT_MS = 1000;
@@ -155,15 +155,18 @@ describe("database faults through a TCP proxy", () => {
       }
       expect(failures).toEqual([]);
 
-      // The console: its pages send the browser to the "database unreachable" page, not to an error page.
-      for (const [path, o] of [
-        ["/", { cookie }],
-        ["/sources", { cookie }],
-        ["/sign-in", {}],
+      // The console: its pages send the browser to the "database unreachable" page, not to an error page,
+      // naming the page to come back to (none for the Overview and the sign-in page).
+      for (const [path, o, back] of [
+        ["/", { cookie }, null],
+        ["/sources?x=1", { cookie }, "/sources?x=1"],
+        ["/sign-in", {}, null],
       ] as const) {
         const page = await call(baseUrl, "GET", path, o);
         expect([303, 307, 308], `${path}: ${page.status}`).toContain(page.status);
-        expect(new URL(page.headers.get("location")!, baseUrl).pathname).toBe("/unavailable");
+        const location = new URL(page.headers.get("location")!, baseUrl);
+        expect(location.pathname).toBe("/unavailable");
+        expect(location.searchParams.get("next"), path).toBe(back);
       }
       const unavailable = await call(baseUrl, "GET", "/unavailable");
       expect(unavailable.status).toBe(200);
@@ -305,7 +308,7 @@ describe("database faults through a TCP proxy", () => {
     }
   }, 60_000);
 
-  it("the console in a browser: an open screen shows the 'database unreachable' banner, a page load shows that page, and it returns by itself once the database is back", async () => {
+  it("the console in a browser: an open screen shows the 'database unreachable' banner, a page load shows that page, and it returns by itself to the page asked for once the database is back", async () => {
     const browser = await launchChromium();
     try {
       const context = await signedInContext(browser, baseUrl);
@@ -327,8 +330,9 @@ describe("database faults through a TCP proxy", () => {
       expect(new URL(page.url()).pathname).toBe("/unavailable");
 
       proxy.setMode("forward");
-      await page.waitForURL((u) => u.pathname === "/", { timeout: 10_000 });
-      await page.getByRole("heading", { level: 1 }).first().waitFor();
+      // Back on the page that was asked for, not the Overview.
+      await page.waitForURL((u) => u.pathname === "/sources", { timeout: 10_000 });
+      await page.getByRole("heading", { level: 1, name: "Sources" }).waitFor();
       expect(await page.getByRole("heading", { name: "Database unreachable" }).count()).toBe(0);
     } finally {
       proxy.setMode("forward");

@@ -3,10 +3,11 @@
  * Renewal keeps a running job's lease past its length; a dead holder's lease lapses; a holder whose
  * lease was taken over learns it through `lost`; a failing job still gives the lease back.
  */
+import { connectionDb } from "@/lib/db/transaction";
 import pg from "pg";
 import { describe, expect, it } from "vitest";
-import { releaseLease, renewLease, takeLease, withLease } from "../../lib/db/lease";
-import { sql, uniq } from "../setup/db";
+import { releaseLease, renewLease, takeLease, withLease } from "@/lib/db/lease";
+import { sql, uniq } from "@/test/setup/db";
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -34,7 +35,7 @@ describe("leases", () => {
       }),
     );
     try {
-      const got = await Promise.all(clients.map((c, i) => takeLease(name, `holder-${i}`, 60, c)));
+      const got = await Promise.all(clients.map((c, i) => takeLease(name, `holder-${i}`, 60, connectionDb(c))));
       expect(got.filter(Boolean)).toHaveLength(1);
     } finally {
       await Promise.all(clients.map((c) => c.end()));

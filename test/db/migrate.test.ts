@@ -8,7 +8,7 @@ import os from "node:os";
 import path from "node:path";
 import pg from "pg";
 import { describe, expect, inject, it } from "vitest";
-import { migrate, MigrationError, MIGRATIONS_DIR } from "../../lib/db/migrate";
+import { migrate, MigrationError, MIGRATIONS_DIR } from "@/lib/db/migrate";
 
 async function freshDatabase(): Promise<{ url: string; drop: () => Promise<void>; run: (q: string) => Promise<pg.QueryResult> }> {
   const server = inject("serverUrl");
@@ -77,6 +77,35 @@ describe("migrate", () => {
       await db.run("UPDATE _prisma_migrations SET rolled_back_at = now() WHERE migration_name = '20991231000000_extra'");
       expect(await migrate(db.url, dir)).toEqual(["20991231000000_extra"]);
       expect((await db.run("SELECT to_regclass('migrate_extra') IS NOT NULL AS present")).rows).toEqual([{ present: true }]);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+      await db.drop();
+    }
+  });
+
+  it("drops the SSO tokens stored before they were sealed, and keeps sealed ID tokens and other accounts' rows", async () => {
+    const db = await freshDatabase();
+    const dir = await mkdtemp(path.join(os.tmpdir(), "keyward-migrations-"));
+    const scrub = "20261208000000_scrub_oidc_tokens";
+    try {
+      await cp(MIGRATIONS_DIR, dir, { recursive: true });
+      await rm(path.join(dir, scrub), { recursive: true });
+      await migrate(db.url, dir);
+      await db.run(`INSERT INTO auth_users (id, name, email) VALUES ('u1', 'a', 'a@x'), ('u2', 'b', 'b@x'), ('u3', 'c', 'c@x')`);
+      await db.run(
+        `INSERT INTO auth_accounts (id, account_id, provider_id, user_id, access_token, refresh_token, id_token, password) VALUES
+           ('old', 'sub-1', 'oidc', 'u1', 'ya29.access', '1//refresh', 'eyJhbGciOi.plain.jwt', NULL),
+           ('sealed', 'sub-2', 'oidc', 'u2', NULL, NULL, 'v1:aXY=:dGFn:Y3Q=', NULL),
+           ('local', 'u3', 'credential', 'u3', 'not-oidc', NULL, NULL, 'scrypt-hash')`,
+      );
+      await cp(path.join(MIGRATIONS_DIR, scrub), path.join(dir, scrub), { recursive: true });
+      expect(await migrate(db.url, dir)).toEqual([scrub]);
+      const { rows } = await db.run("SELECT id, access_token, refresh_token, id_token, password FROM auth_accounts ORDER BY id");
+      expect(rows).toEqual([
+        { id: "local", access_token: "not-oidc", refresh_token: null, id_token: null, password: "scrypt-hash" },
+        { id: "old", access_token: null, refresh_token: null, id_token: null, password: null },
+        { id: "sealed", access_token: null, refresh_token: null, id_token: "v1:aXY=:dGFn:Y3Q=", password: null },
+      ]);
     } finally {
       await rm(dir, { recursive: true, force: true });
       await db.drop();

@@ -1,14 +1,17 @@
 /**
- * KEYWARD_DB_PREPARED_STATEMENTS: `on` (the default with DATABASE_URL) leaves the hot statements
+ * KEYWARD_DB_PREPARED_STATEMENTS: `on` (the default) leaves the hot statements
  * prepared on the connection that ran them; `off` sends them unnamed, so the server keeps nothing for the
- * connection (what a transaction-mode pooler and the embedded database's one shared session need). A
+ * connection (what a transaction-mode pooler needs). A
  * value other than on/off stops start-up naming the variable.
  */
+import { z } from "zod";
+import { connectionDb } from "@/lib/db/transaction";
 import { afterEach, describe, expect, it } from "vitest";
-import { ConfigError, loadEnv } from "../../lib/config/env";
-import { pool } from "../../lib/db/client";
-import { forgetNamedStatementsSetting, namedStatements, query, type PreparedSql } from "../../lib/db/sql";
-import { CLAIM_SQL } from "../../lib/claims/claim";
+import { ConfigError, loadEnv } from "@/lib/config/env";
+import { pool } from "@/lib/db/client";
+import { forgetNamedStatementsSetting, namedStatements, query, type PreparedSql } from "@/lib/db/sql";
+import { CLAIM_SQL } from "@/lib/claims/claim";
+import { ClaimRow } from "@/lib/claims/classify";
 
 const ORIGINAL = process.env.KEYWARD_DB_PREPARED_STATEMENTS;
 
@@ -22,9 +25,9 @@ afterEach(() => {
 async function preparedAfter(statement: PreparedSql): Promise<string[]> {
   const client = await pool().connect();
   try {
-    const [{ n }] = await query<{ n: number }>(statement, [41], client);
+    const [{ n }] = await query(z.object({ n: z.number() }), statement, [41], connectionDb(client));
     expect(n).toBe(42);
-    const rows = await query<{ name: string }>("SELECT name FROM pg_prepared_statements ORDER BY name", [], client);
+    const rows = await query(z.object({ name: z.string() }), "SELECT name FROM pg_prepared_statements ORDER BY name", [], connectionDb(client));
     return rows.map((r) => r.name);
   } finally {
     client.release(true); // a fresh connection for the next case
@@ -55,9 +58,9 @@ describe("KEYWARD_DB_PREPARED_STATEMENTS", () => {
     const client = await pool().connect();
     try {
       // A claim for a source that does not exist inserts nothing and answers no row; it still goes through run().
-      const claimed = await query(CLAIM_SQL, ["no-such-source", ["evt"], [null], [null], [0], null, "test", [null]], client);
+      const claimed = await query(ClaimRow, CLAIM_SQL, ["no-such-source", ["evt"], [null], [null], [0], null, "test", [null]], connectionDb(client));
       expect(claimed).toEqual([]);
-      const rows = await query<{ name: string }>("SELECT name FROM pg_prepared_statements", [], client);
+      const rows = await query(z.object({ name: z.string() }), "SELECT name FROM pg_prepared_statements", [], connectionDb(client));
       expect(rows).toEqual([]);
     } finally {
       client.release(true);

@@ -6,10 +6,10 @@
 import { randomBytes } from "node:crypto";
 import pg from "pg";
 import { afterEach, describe, expect, inject, it } from "vitest";
-import { ConfigError, loadEnv } from "../../lib/config/env";
-import { closeDb } from "../../lib/db/client";
-import { migrationTarget, openDatabase } from "../../lib/db/open";
-import { checkDatabaseSession, SessionCheckError } from "../../lib/db/session-check";
+import { ConfigError, loadEnv } from "@/lib/config/env";
+import { closeDb } from "@/lib/db/client";
+import { migrationTarget, openDatabase } from "@/lib/db/open";
+import { checkDatabaseSession, SessionCheckError } from "@/lib/db/session-check";
 
 const saved = { ...process.env };
 afterEach(async () => {

@@ -3,14 +3,16 @@
  * transaction through the same Db handle; a rolled-back transaction leaves nothing; withTransaction runs
  * a function again when it loses a real serialization race, a bounded number of times.
  */
+import { z } from "zod";
 import { describe, expect, it } from "vitest";
-import { recordAction } from "../../lib/audit/actions";
-import { cliPrincipal } from "../../lib/auth/principal";
-import { database, isSerializationFailure, withTransaction, type Db } from "../../lib/db/transaction";
-import { parseInput } from "../../lib/http/validate";
-import { createSourceRequest } from "../../lib/sources/schema";
-import { createSource, getSource, updateSource } from "../../lib/sources/sources";
-import { makeSource, sql, uniq } from "../setup/db";
+import { recordAction } from "@/lib/audit/actions";
+import { cliPrincipal } from "@/lib/auth/principal";
+import { database, isSerializationFailure, withTransaction, type Db } from "@/lib/db/transaction";
+import { execute, query } from "@/lib/db/sql";
+import { parseInput } from "@/lib/http/validate";
+import { createSourceRequest } from "@/lib/sources/schema";
+import { createSource, getSource, updateSource } from "@/lib/sources/sources";
+import { makeSource, sql, uniq } from "@/test/setup/db";
 
 const ACTOR = cliPrincipal();
 const newSource = (name: string) => parseInput(createSourceRequest, { name, preset: "stripe" });
@@ -78,8 +80,8 @@ describe("one function, alone or inside a transaction", () => {
 
   it("hand-written SQL answers alike on the pool and in a transaction (int8 as a number, bytea as a Buffer)", async () => {
     const statement = "SELECT count(*) AS n, '\\x0102'::bytea AS b, 'x'::text AS t";
-    const alone = await database().query<{ n: number; b: Buffer; t: string }>(statement);
-    const inside = await withTransaction((tx) => tx.query<{ n: number; b: Buffer; t: string }>(statement));
+    const alone = await query(z.object({ n: z.number(), b: z.instanceof(Buffer), t: z.string() }), statement, [], database());
+    const inside = await withTransaction((tx) => query(z.object({ n: z.number(), b: z.instanceof(Buffer), t: z.string() }), statement, [], tx));
     expect(inside).toEqual(alone);
     expect(typeof inside[0].n).toBe("number");
     expect(Buffer.isBuffer(inside[0].b)).toBe(true);
@@ -92,9 +94,9 @@ describe("withTransaction({ retrySerialization })", () => {
    * connection updates and commits the row, then the transaction updates it too → 40001.
    */
   async function contend(tx: Db, source: string): Promise<void> {
-    await tx.query("SELECT updated_at FROM sources WHERE name = $1", [source]);
-    await database().execute("UPDATE sources SET updated_at = now() WHERE name = $1", [source]);
-    await tx.execute("UPDATE sources SET updated_at = now() WHERE name = $1", [source]);
+    await query(z.object({ updated_at: z.date() }), "SELECT updated_at FROM sources WHERE name = $1", [source], tx);
+    await execute("UPDATE sources SET updated_at = now() WHERE name = $1", [source], database());
+    await execute("UPDATE sources SET updated_at = now() WHERE name = $1", [source], tx);
   }
 
   it("runs the function again after a serialization failure, and commits the attempt that wins", async () => {

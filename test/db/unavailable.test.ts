@@ -7,15 +7,15 @@
  */
 import pg from "pg";
 import { afterEach, beforeAll, describe, expect, it } from "vitest";
-import { POST as claimRoute } from "../../app/api/v1/claims/route";
-import { POST as batchRoute } from "../../app/api/v1/claims/batch/route";
-import { GET as stateRoute } from "../../app/api/v1/claims/[source]/[eventId]/route";
-import { claimEvent } from "../../lib/claims/claim";
-import { closeDb } from "../../lib/db/client";
-import { isUnavailable } from "../../lib/db/sql";
-import { KeywardError } from "../../lib/errors";
-import { makeSource, sql, uniq } from "../setup/db";
-import { auditRows, getState, isErrorBody, keyRow, makeApiKey, post, type Called } from "../setup/http";
+import { POST as claimRoute } from "@/app/api/v1/claims/route";
+import { POST as batchRoute } from "@/app/api/v1/claims/batch/route";
+import { GET as stateRoute } from "@/app/api/v1/claims/[source]/[eventId]/route";
+import { claimEvent } from "@/lib/claims/claim";
+import { closeDb } from "@/lib/db/client";
+import { isUnavailable } from "@/lib/db/sql";
+import { KeywardError } from "@/lib/errors";
+import { makeSource, sql, uniq } from "@/test/setup/db";
+import { auditRows, getState, isErrorBody, keyRow, makeApiKey, post, type Called } from "@/test/setup/http";
 
 const ORIGINAL_URL = process.env.DATABASE_URL!;
 const ORIGINAL_TIMEOUT = process.env.KEYWARD_DB_STATEMENT_TIMEOUT_MS;

@@ -1,6 +1,7 @@
 /** The jobs registry (lib/jobs/registry.ts), on real timers with short intervals. */
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { startJobs, type Job, type Jobs } from "../../lib/jobs/registry";
+import { startJobs, type Job, type Jobs } from "@/lib/jobs/registry";
+import { startHeartbeat } from "@/lib/jobs/heartbeat";
 
 const started: Jobs[] = [];
 afterEach(async () => {
@@ -151,5 +152,84 @@ describe("startJobs", () => {
   it("refuses two jobs of one name", () => {
     const { job } = counted("twice", 10, 1);
     expect(() => startJobs([job, { ...job }], () => {})).toThrow(/two jobs named "twice"/);
+  });
+
+  it("runs a runAtStart job's first pass at once, the others' after their first delay", async () => {
+    const eager = counted("eager", 60_000, 1);
+    eager.job.runAtStart = true;
+    const patient = counted("patient", 60_000, 1);
+    start([eager.job, patient.job]);
+    await vi.waitFor(() => expect(eager.seen.passes).toBe(1), { timeout: 5000, interval: 10 });
+    expect(patient.seen.passes).toBe(0);
+  });
+
+  it("stop() lets go of what each job holds once its passes have ended, once, and logs a failed stop", async () => {
+    const order: string[] = [];
+    const logged: string[] = [];
+    let inPass: (() => void) | undefined;
+    const entered = new Promise<void>((r) => (inPass = r));
+    const jobs = start(
+      [
+        {
+          name: "holder",
+          everyMs: 5,
+          async run(signal) {
+            inPass?.();
+            while (!signal.aborted) await pause(5);
+            order.push("pass ended");
+          },
+          async stop() {
+            order.push("stopped");
+          },
+        },
+        {
+          name: "clumsy",
+          everyMs: 60_000,
+          run: async () => {},
+          stop: async () => {
+            throw new Error("could not let go");
+          },
+        },
+        { name: "off", everyMs: 0, run: async () => {}, stop: async () => void order.push("off stopped") },
+      ],
+      (m) => logged.push(m),
+    );
+    await entered;
+    await Promise.all([jobs.stop(), jobs.stop()]);
+    await jobs.stop();
+    expect(order).toEqual(["pass ended", "stopped"]);
+    expect(logged).toEqual(["clumsy: stopping failed: could not let go"]);
+  });
+});
+
+describe("startHeartbeat", () => {
+  it("beats every interval, never two beats at once, survives a failing beat, and stop() waits for the beat in progress", async () => {
+    let beats = 0;
+    let running = 0;
+    let maxRunning = 0;
+    let ended = 0;
+    const hb = startHeartbeat(5, async () => {
+      beats++;
+      running++;
+      maxRunning = Math.max(maxRunning, running);
+      await pause(20);
+      running--;
+      ended++;
+      if (beats === 1) throw new Error("a failed beat");
+    });
+    await vi.waitFor(() => expect(beats).toBeGreaterThanOrEqual(3), { timeout: 5000, interval: 5 });
+    await hb.stop();
+    expect(maxRunning).toBe(1);
+    expect(ended).toBe(beats);
+    const after = beats;
+    await pause(40);
+    expect(beats).toBe(after);
+  });
+
+  it("beats at once with `now`", async () => {
+    let beats = 0;
+    const hb = startHeartbeat(60_000, async () => void beats++, { now: true });
+    await vi.waitFor(() => expect(beats).toBe(1), { timeout: 1000, interval: 5 });
+    await hb.stop();
   });
 });

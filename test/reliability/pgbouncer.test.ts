@@ -14,22 +14,23 @@
  */
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
-import { claimEvent } from "../../lib/claims/claim";
-import { cacheTrusted, keepListenerAwake, startApiKeyListener } from "../../lib/auth/api-key-cache";
-import { closeDb, pool } from "../../lib/db/client";
-import { migrate } from "../../lib/db/migrate";
-import { checkDatabaseSession, MIGRATOR_LOCK_KEY } from "../../lib/db/session-check";
-import { forgetNamedStatementsSetting } from "../../lib/db/sql";
-import { takeSample } from "../../lib/metrics/sampler";
-import { call } from "../setup/auth";
-import { makeSource, sql, uniq } from "../setup/db";
-import { makeApiKey } from "../setup/http";
-import { insertKeys } from "../setup/keys";
-import { pgbouncerInstalled, startPgBouncer, type PgBouncer } from "../setup/pgbouncer";
-import { usePrivateDatabase } from "../setup/private-db";
-import { startReceiver, type Receiver } from "../setup/receiver";
-import { readyForReplay, seedDeadLetters } from "../setup/replay";
-import { baseEnv, freePort, startKeyward, stopServer, type Server } from "../setup/server";
+import { claimEvent } from "@/lib/claims/claim";
+import { cacheTrusted, keepListenerAwake, startApiKeyListener } from "@/lib/auth/api-key-cache";
+import { closeDb, pool } from "@/lib/db/client";
+import { migrate } from "@/lib/db/migrate";
+import { checkDatabaseSession, MIGRATOR_LOCK_KEY } from "@/lib/db/session-check";
+import { forgetNamedStatementsSetting } from "@/lib/db/sql";
+import { takeSample } from "@/lib/metrics/sampler";
+import { call } from "@/test/setup/auth";
+import { makeSource, sql, uniq } from "@/test/setup/db";
+import { makeApiKey } from "@/test/setup/http";
+import { insertKeys } from "@/test/setup/keys";
+import { pgbouncerInstalled, startPgBouncer, type PgBouncer } from "@/test/setup/pgbouncer";
+import { usePrivateDatabase } from "@/test/setup/private-db";
+import { startReceiver, type Receiver } from "@/test/setup/receiver";
+import { readyForReplay, seedDeadLetters } from "@/test/setup/replay";
+import { baseEnv, freePort, startKeyward, stopServer, type Server } from "@/test/setup/server";
+import type { Json } from "@/test/setup/json";
 
 vi.setConfig({ testTimeout: 90_000 });
 
@@ -317,7 +318,7 @@ describe("deployment behind PgBouncer (transaction pooling, 4 server connections
 
     // While both schedules try every second, manual runs on both servers at once, every 100 ms, until
     // the backlog is gone and some manual run both got the lease and was refused it.
-    const manual: { status: number; body: any }[] = [];
+    const manual: { status: number; body: Json }[] = [];
     const expired = async () =>
       (await sql<{ n: number }>("SELECT count(*)::int AS n FROM dedup_keys WHERE source = $1 AND expires_at < now()", [source]))[0].n;
     const until = Date.now() + 60_000;

@@ -1,0 +1,4 @@
+/** GET /readyz — readiness. The handler: lib/health/http.ts (shared with the server's fast path). */
+export { readyzHandler as GET } from "@/lib/health/http";
+
+export const dynamic = "force-dynamic";
