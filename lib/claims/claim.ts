@@ -25,14 +25,15 @@
  */
 import "server-only";
 import { randomUUID } from "node:crypto";
-import { KeywardError } from "../errors";
-import { query, type PreparedSql, type Queryable } from "../db/sql";
-import { classifyClaims, dedupeBatch, type ClaimRow } from "./classify";
+import { KeywardError } from "@/lib/errors";
+import { query, type PreparedSql } from "@/lib/db/sql";
+import { ClaimRow, classifyClaims, dedupeBatch } from "./classify";
 import type { ClaimResult, ParsedBatchClaimRequest, ParsedClaimRequest } from "./schema";
-import { countClaimOutcomes } from "../metrics/claim-counts";
-import { duplicateAgesOf } from "../metrics/duplicate-ages";
+import { countClaimOutcomes } from "@/lib/metrics/claim-counts";
+import { duplicateAgesOf } from "@/lib/metrics/duplicate-ages";
 import { dedupMode, forgetDedupMode, isModeMismatch, type DedupMode } from "./mode";
-import { countRedisDuplicate, duplicateFromEntry, noteClaimAnswers, redisConfigured, redisDuplicateAge, redisDuplicates, rememberClaimRows } from "./redis";
+import { redisFirstLine } from "./redis";
+import { database, type Db } from "@/lib/db/transaction";
 
 export const CLAIM_SQL: PreparedSql = { name: "keyward_claim", text: `
 WITH input AS MATERIALIZED (
@@ -54,11 +55,17 @@ upserted AS (
   ORDER BY i.event_id
   ON CONFLICT (source, event_id) DO UPDATE SET
     (event_type, payload_hash, status, claim_token, claim_kind, lease_expires_at, received_at, expires_at,
-     duplicate_count, last_duplicate_at, attempt_id) =
+     duplicate_count, last_duplicate_at, attempt_id, result_status, result_headers, result_body) =
     (SELECT m.event_type, m.payload_hash, m.status, m.claim_token, m.claim_kind, m.lease_expires_at,
-            m.received_at, m.expires_at, m.duplicate_count, m.last_duplicate_at, m.attempt_id
+            m.received_at, m.expires_at, m.duplicate_count, m.last_duplicate_at, m.attempt_id,
+            -- a saved result stays with the claim that saved it, by reference (its bytes are not rewritten)
+            CASE WHEN m.claim_token = k.claim_token THEN k.result_status END,
+            CASE WHEN m.claim_token = k.claim_token THEN k.result_headers END,
+            CASE WHEN m.claim_token = k.claim_token THEN k.result_body END
      FROM keyward_merge_claim(k, excluded) m)
-  RETURNING k.*
+  -- not the saved result's bytes: a batch answers only whether one is saved
+  RETURNING k.source, k.event_id, k.event_type, k.payload_hash, k.status, k.claim_token, k.claim_kind, k.lease_expires_at,
+            k.received_at, k.expires_at, k.duplicate_count, k.attempt_id, k.result_status
 ),
 joined AS (
   SELECT u.*, u.claim_token = i.token AS claimed_now,
@@ -76,7 +83,8 @@ audited AS (
 )
 SELECT event_id, status, claim_kind, claimed_now, is_repeat,
        CASE WHEN claimed_now OR is_repeat THEN claim_token END AS claim_token,
-       payload_hash, lease_expires_at, received_at, expires_at, duplicate_count, attempt_id, now() AS db_now
+       payload_hash, lease_expires_at, received_at, expires_at, duplicate_count, attempt_id, now() AS db_now,
+       result_status, NULL::jsonb AS result_headers, NULL::bytea AS result_body
 FROM joined` };
 
 /**
@@ -101,9 +109,13 @@ WITH upserted AS (
   FROM sources s WHERE s.name = $1
   ON CONFLICT (source, event_id) DO UPDATE SET
     (event_type, payload_hash, status, claim_token, claim_kind, lease_expires_at, received_at, expires_at,
-     duplicate_count, last_duplicate_at, attempt_id) =
+     duplicate_count, last_duplicate_at, attempt_id, result_status, result_headers, result_body) =
     (SELECT m.event_type, m.payload_hash, m.status, m.claim_token, m.claim_kind, m.lease_expires_at,
-            m.received_at, m.expires_at, m.duplicate_count, m.last_duplicate_at, m.attempt_id
+            m.received_at, m.expires_at, m.duplicate_count, m.last_duplicate_at, m.attempt_id,
+            -- a saved result stays with the claim that saved it, by reference (its bytes are not rewritten)
+            CASE WHEN m.claim_token = k.claim_token THEN k.result_status END,
+            CASE WHEN m.claim_token = k.claim_token THEN k.result_headers END,
+            CASE WHEN m.claim_token = k.claim_token THEN k.result_body END
      FROM keyward_merge_claim(k, excluded) m)
   RETURNING k.*, k.claim_token = $9::uuid AS claimed_now
 ),
@@ -123,7 +135,8 @@ audited AS (
 )
 SELECT event_id, status, claim_kind, claimed_now, is_repeat,
        CASE WHEN claimed_now OR is_repeat THEN claim_token END AS claim_token,
-       payload_hash, lease_expires_at, received_at, expires_at, duplicate_count, attempt_id, now() AS db_now
+       payload_hash, lease_expires_at, received_at, expires_at, duplicate_count, attempt_id, now() AS db_now,
+       result_status, result_headers, result_body
 FROM answered` };
 
 /** The claim statement of partition mode: CLAIM_SQL's parameters and answer columns, one round trip. */
@@ -148,12 +161,6 @@ export const CLAIM_PARTITIONED_ONE_SQL: PreparedSql = {
 export type ClaimOptions = {
   /** Who claims, recorded in the audit history (an API key's name, or "library"). */
   actor?: string;
-  /**
-   * Run on this connection instead of the pool, e.g. inside the caller's own transaction (a pg client,
-   * or a withTransaction handle). Such claims are not added to the claim counters: whether they commit
-   * is the caller's to decide.
-   */
-  on?: Queryable;
 };
 
 /** CLAIM_SQL's (and CLAIM_PARTITIONED_SQL's) parameters, in order. */
@@ -204,62 +211,56 @@ async function runClaim(
   events: { eventId: string; eventType: string; payloadHash?: string; attemptId?: string }[],
   leaseSeconds: number | undefined,
   options: ClaimOptions,
+  db: Db,
 ): Promise<ClaimResult[]> {
-  // Redis first (only in `keyward start` with KEYWARD_REDIS_URL): the events it can answer `duplicate` for.
-  const hits = options.on || !redisConfigured() ? undefined : await redisDuplicates(source, events);
-  const toDatabase = hits?.size ? events.filter((e) => !hits.has(e.eventId)) : events;
-  let fromDatabase: ClaimResult[] = [];
-  let dbRows: ClaimRow[] = [];
-  if (toDatabase.length > 0) {
-    const distinct = dedupeBatch(toDatabase);
-    const actor = options.actor ?? "library";
-    const statement = async () => {
-      const { sql, params } = claimStatement(source, distinct, leaseSeconds ?? null, actor, await dedupMode());
-      return query<ClaimRow>(sql, params, options.on);
-    };
-    const sentAt = redisConfigured() ? Date.now() : 0;
-    let rows: ClaimRow[];
-    try {
-      rows = await statement();
-    } catch (err) {
-      // The table was switched to partition mode under this running process: re-read the mode, retry once
-      // (the failed statement changed nothing). Inside a caller's transaction the error aborted it: rethrow.
-      if (!isModeMismatch(err)) throw err;
-      forgetDedupMode();
-      if (options.on) throw err;
-      rows = await statement();
-    }
-    if (rows.length === 0) throw unknownSource(source);
-    fromDatabase = classifyClaims(source, toDatabase, rows);
-    dbRows = rows;
-    if (!options.on && redisConfigured()) rememberClaimRows(source, rows, sentAt);
-  }
-  let results = fromDatabase;
-  const ages = duplicateAgesOf(fromDatabase, dbRows);
-  if (hits?.size) {
-    // Put the answers back in input order; each occurrence of an event Redis answered is a duplicate.
-    const seen = new Map<string, number>();
-    let next = 0;
-    results = events.map((e) => {
-      const entry = hits.get(e.eventId);
-      if (!entry) return fromDatabase[next++];
-      const nth = (seen.get(e.eventId) ?? 0) + 1;
-      seen.set(e.eventId, nth);
-      ages.push(redisDuplicateAge(entry));
-      return duplicateFromEntry(source, e.eventId, entry, nth);
-    });
-    for (const [eventId, n] of seen) countRedisDuplicate(source, eventId, n);
-  }
-  // A repeat is the answer of a claim already counted; duplicates Redis answered count like any other. A
-  // duplicate's age (database now() − the key's first claim) goes into the source's duplicate-age
-  // histogram: both answered by the statement, or for Redis's answers the entry's first claim time and the
-  // database's now() as estimated from this server's last statement.
-  if (!options.on) {
-    const outcomes = results.filter((r) => !r.repeat).map((r) => r.outcome);
-    countClaimOutcomes(source, outcomes, ages);
-    if (redisConfigured()) noteClaimAnswers(source, outcomes.filter((o) => o === "duplicate").length, outcomes.length);
-  }
+  // A handle of the caller's own (a withTransaction handle, or connectionDb() on a pg client in the caller's
+  // transaction): no Redis, and nothing counted, since whether the claim commits is the caller's to decide.
+  const own = db !== database();
+  // 1. Redis first (only in `keyward start` with KEYWARD_REDIS_URL, never on a caller's own handle): the
+  //    events it answers `duplicate` for; the rest go to PostgreSQL (redis.ts has why this is safe).
+  const line = own ? undefined : await redisFirstLine(source, events);
+  // 2. The statement, for everything Redis did not answer.
+  const { results: fromDatabase, rows } = await claimInDatabase(source, line ? line.toDatabase : events, leaseSeconds, options, db, own);
+  // A duplicate's age (database now() − the key's first claim) goes into the source's duplicate-age
+  // histogram: from the statement's rows here, for Redis's answers from their entries (step 3).
+  const ages = duplicateAgesOf(fromDatabase, rows);
+  // 3. A note to Redis: the answers merged in input order, the `done` keys remembered (in the background),
+  //    the source's duplicate share updated.
+  const results = line ? line.after(fromDatabase, rows, ages) : fromDatabase;
+  // 4. Counted, unless the caller decides whether it commits (a repeat is the answer of a claim already counted).
+  if (!own) countClaimOutcomes(source, results.filter((r) => !r.repeat).map((r) => r.outcome), ages);
   return results;
+}
+
+/** The claim statement for `events` (none: no statement), with its rows and their answers in order. */
+async function claimInDatabase(
+  source: string,
+  events: { eventId: string; eventType: string; payloadHash?: string; attemptId?: string }[],
+  leaseSeconds: number | undefined,
+  options: ClaimOptions,
+  db: Db,
+  own: boolean,
+): Promise<{ results: ClaimResult[]; rows: ClaimRow[] }> {
+  if (events.length === 0) return { results: [], rows: [] };
+  const distinct = dedupeBatch(events);
+  const actor = options.actor ?? "library";
+  const statement = async () => {
+    const { sql, params } = claimStatement(source, distinct, leaseSeconds ?? null, actor, await dedupMode());
+    return query(ClaimRow, sql, params, db);
+  };
+  let rows: ClaimRow[];
+  try {
+    rows = await statement();
+  } catch (err) {
+    // The table was switched to partition mode under this running process: re-read the mode, retry once
+    // (the failed statement changed nothing). Inside a caller's transaction the error aborted it: rethrow.
+    if (!isModeMismatch(err)) throw err;
+    forgetDedupMode();
+    if (own) throw err;
+    rows = await statement();
+  }
+  if (rows.length === 0) throw unknownSource(source);
+  return { results: classifyClaims(source, events, rows), rows };
 }
 
 export function unknownSource(source: string): KeywardError {
@@ -275,14 +276,22 @@ export function unknownSource(source: string): KeywardError {
  * Claims one event (a request parsed by `claimRequest`). Resolves with the outcome; throws KeywardError
  * for an unknown source.
  */
-export async function claimEvent(r: ParsedClaimRequest, options: ClaimOptions = {}): Promise<ClaimResult> {
-  const [result] = await runClaim(r.source, [r], r.leaseSeconds, options);
+export async function claimEvent(r: ParsedClaimRequest, options: ClaimOptions = {}, db: Db = database()): Promise<ClaimResult> {
+  const [result] = await runClaim(r.source, [r], r.leaseSeconds, options, db);
   return result;
 }
 
 /** Claims up to 1000 events of one source (parsed by `batchClaimRequest`) in one statement; results in input order. */
-export async function claimEvents(r: ParsedBatchClaimRequest, options: ClaimOptions = {}): Promise<ClaimResult[]> {
+export async function claimEvents(r: ParsedBatchClaimRequest, options: ClaimOptions = {}, db: Db = database()): Promise<ClaimResult[]> {
   // A batch-level attemptId stands for every event that does not carry its own.
   const events = r.attemptId ? r.events.map((e) => ({ ...e, attemptId: e.attemptId ?? r.attemptId })) : r.events;
-  return runClaim(r.source, events, r.leaseSeconds, options);
+  const results = await runClaim(r.source, events, r.leaseSeconds, options, db);
+  // A batch says that a result is saved, never the result (one distinct event goes to CLAIM_ONE_SQL, which reads it).
+  for (const res of results) {
+    if (res.result) {
+      delete res.result;
+      res.resultSaved = true;
+    }
+  }
+  return results;
 }

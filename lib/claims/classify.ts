@@ -2,32 +2,39 @@
  * Pure rules that turn the rows returned by the claim statement into per-event answers, in input
  * order, including the events repeated inside one batch. No I/O: unit-tested on its own.
  */
-import type { ClaimKind, ClaimOutcome, ClaimResult, ClaimStatus } from "./schema";
+import { z } from "zod";
+import { claimKind, claimStatus, type ClaimOutcome, type ClaimResult, type SavedResult } from "./schema";
 
 /** One row per distinct event id, as returned by the claim statement. */
-export type ClaimRow = {
-  event_id: string;
-  status: ClaimStatus;
-  claim_kind: ClaimKind;
+export const ClaimRow = z.object({
+  event_id: z.string(),
+  status: claimStatus,
+  claim_kind: claimKind,
   /** Whether this statement's proposal won: its claim token is the one now stored. */
-  claimed_now: boolean;
+  claimed_now: z.boolean(),
   /** Whether the stored key was made by this request's attemptId: a repeat of that claim, answered `claimed` again. */
-  is_repeat: boolean;
+  is_repeat: z.boolean(),
   /** The stored token, returned only when claimed_now or is_repeat (never another caller's token). */
-  claim_token: string | null;
-  payload_hash: string | null;
-  lease_expires_at: Date | null;
-  received_at: Date;
-  expires_at: Date;
-  duplicate_count: number;
+  claim_token: z.string().nullable(),
+  payload_hash: z.string().nullable(),
+  lease_expires_at: z.date().nullable(),
+  received_at: z.date(),
+  expires_at: z.date(),
+  duplicate_count: z.number(),
   /**
    * The stored key's attempt id (this caller's or another's): server-side only, never in an answer. The Redis
    * first line keeps a digest of it, so a repeat of the attempt that made the key is not answered `duplicate`.
    */
-  attempt_id: string | null;
+  attempt_id: z.string().nullable(),
   /** The database's time of this claim (now()): with received_at, a duplicate's age; with expires_at, the key's remaining life. */
-  db_now: Date;
-};
+  db_now: z.date(),
+  /** The HTTP status of the result `complete` saved with the key, or null: none is saved. */
+  result_status: z.number().nullable(),
+  /** The saved result's headers and body: answered by the single-event statements only (null from a batch's). */
+  result_headers: z.record(z.string(), z.string()).nullable(),
+  result_body: z.instanceof(Buffer).nullable(),
+});
+export type ClaimRow = z.output<typeof ClaimRow>;
 
 export type ClaimInput = { eventId: string; eventType: string; payloadHash?: string; attemptId?: string };
 
@@ -37,7 +44,11 @@ export function dedupeBatch(events: readonly ClaimInput[]): { first: ClaimInput;
   for (const e of events) {
     const seen = byId.get(e.eventId);
     if (seen) {
-      if (!hashesConflict(seen.first.payloadHash, e.payloadHash)) seen.repeats++;
+      if (hashesConflict(seen.first.payloadHash, e.payloadHash)) continue;
+      seen.repeats++;
+      // The key keeps the first payload hash it is claimed with (keyward_merge_claim): one an earlier
+      // occurrence lacked is sent with the first, so a third, different one is a mismatch.
+      if (seen.first.payloadHash == null && e.payloadHash != null) seen.first = { ...seen.first, payloadHash: e.payloadHash };
     } else {
       byId.set(e.eventId, { first: e, repeats: 0 });
     }
@@ -89,6 +100,17 @@ export function classifyClaims(source: string, events: readonly ClaimInput[], ro
     if ((outcome === "claimed" || outcome === "in_flight") && row.lease_expires_at) {
       result.leaseExpiresAt = row.lease_expires_at.toISOString();
     }
+    if (outcome === "duplicate" && row.result_status !== null) {
+      const saved = savedResultOf(row);
+      if (saved) result.result = saved;
+      else result.resultSaved = true;
+    }
     return result;
   });
+}
+
+/** The saved result of a row that carries its bytes (a single-event statement's), or undefined. */
+export function savedResultOf(row: Pick<ClaimRow, "result_status" | "result_headers" | "result_body">): SavedResult | undefined {
+  if (row.result_status === null || row.result_body === null) return undefined;
+  return { status: row.result_status, headers: row.result_headers ?? {}, bodyBase64: row.result_body.toString("base64") };
 }

@@ -8,8 +8,10 @@
  *   payload_mismatch (see claim.ts).
  * POST /api/v1/claims/batch — claim 1 to 1000 events of one source in one statement (claims:write):
  *   200 { results } in input order.
- * POST /api/v1/claims/complete — mark an in-flight claim done (claims:write): 200 · 404 unknown or expired
- *   key · 409 wrong claimToken.
+ * POST /api/v1/claims/complete — mark an in-flight claim done, optionally saving its result (claims:write):
+ *   200 · 404 unknown or expired key · 409 wrong claimToken · 422 a result the source does not keep or too large.
+ * POST /api/v1/claims/extend — extend a running lease, a client's heartbeat (claims:write): 200 · 404 unknown
+ *   or expired key · 409 wrong claimToken (taken over) or claim_not_in_flight (already complete).
  * POST /api/v1/claims/release — delete a claim so the sender's retry is processed: the handler failed
  *   (services, claims:write), or an operator frees a stuck key (operators, scope operator; without
  *   claimToken). 200 · 404 · 409. In the audit history with its actor; a person's release (or an
@@ -17,12 +19,25 @@
  * GET /api/v1/claims/{source}/{eventId} — the key's state now: alive (time left), expired, or unknown
  *   (claims:read; claims:write implies it).
  */
-import { actorOf } from "../auth/principal";
-import { recordAction } from "../audit/actions";
-import { clientAddress, json, route } from "../http/route";
+import { actorOf } from "@/lib/auth/principal";
+import { recordAction } from "@/lib/audit/actions";
+import { clientAddress, json, route } from "@/lib/http/route";
 import { claimEvent, claimEvents } from "./claim";
-import { batchClaimRequest, claimKeyParams, claimRequest, completeRequest, OUTCOME_STATUS, releaseRequest } from "./schema";
-import { completeClaim, releaseClaim } from "./settle";
+import {
+  batchClaimRequest,
+  batchClaimResultSchema,
+  claimKeyParams,
+  claimRequest,
+  claimResultSchema,
+  completeRequest,
+  extendRequest,
+  extendResultSchema,
+  keyStateSchema,
+  OUTCOME_STATUS,
+  releaseRequest,
+  settleResultSchema,
+} from "./schema";
+import { completeClaim, extendClaim, releaseClaim } from "./settle";
 import { getKeyState } from "./state";
 
 export const claimHandler = route(
@@ -35,9 +50,12 @@ export const claimHandler = route(
     body: claimRequest,
     summary: "Claim one event",
     responses: {
-      201: { description: "claimed: process the event, then complete (or release) the claim with its claimToken" },
-      200: { description: "duplicate: the event was processed already; do not process it again" },
-      409: { description: "in_flight (another claim holds the lease) or payload_mismatch: a claim outcome with this answer's body, not the error body" },
+      201: { description: "claimed: process the event, then complete (or release) the claim with its claimToken", schema: claimResultSchema },
+      200: { description: "duplicate: the event was processed already; do not process it again", schema: claimResultSchema },
+      409: {
+        description: "in_flight (another claim holds the lease) or payload_mismatch: a claim outcome with this answer's body, not the error body",
+        schema: claimResultSchema,
+      },
     },
   },
 );
@@ -48,15 +66,24 @@ export const claimBatchHandler = route(
     allow: ["claims:write"],
     body: batchClaimRequest,
     summary: "Claim 1 to 1000 events of one source in one statement",
-    responses: { 200: { description: "{ results }: each event's claim outcome, in input order" } },
+    responses: { 200: { description: "{ results }: each event's claim outcome, in input order", schema: batchClaimResultSchema } },
   },
 );
 
 export const completeHandler = route(async ({ body, principal }) => json(await completeClaim(body, { actor: actorOf(principal) })), {
   allow: ["claims:write"],
   body: completeRequest,
-  summary: "Mark an in-flight claim done",
+  summary: "Mark an in-flight claim done, optionally saving the result its duplicates are answered with",
   errors: [404, 409],
+  responses: { 200: { description: "done (resultSaved: whether the key holds a saved result)", schema: settleResultSchema } },
+});
+
+export const extendHandler = route(async ({ body }) => json(await extendClaim(body)), {
+  allow: ["claims:write"],
+  body: extendRequest,
+  summary: "Extend a running lease (a client's heartbeat while its handler runs)",
+  errors: [404, 409],
+  responses: { 200: { description: "the lease's new end, by the database clock", schema: extendResultSchema } },
 });
 
 export const releaseHandler = route(
@@ -78,6 +105,7 @@ export const releaseHandler = route(
     body: releaseRequest,
     summary: "Release a claim so the sender's retry is processed (or free a stuck key)",
     errors: [404, 409],
+    responses: { 200: { description: "released", schema: settleResultSchema } },
   },
 );
 
@@ -85,4 +113,5 @@ export const keyStateHandler = route(async ({ params }) => json(await getKeyStat
   allow: ["claims:read"],
   params: claimKeyParams,
   summary: "The key's state now: alive (time left), expired, or unknown",
+  responses: { 200: { description: "The key's state", schema: keyStateSchema } },
 });

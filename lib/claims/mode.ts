@@ -9,8 +9,10 @@
  * separate module instances.
  */
 import "server-only";
-import { query, type Queryable } from "../db/sql";
-import { processGlobal } from "../process-global";
+import { z } from "zod";
+import { query } from "@/lib/db/sql";
+import { processGlobal } from "@/lib/process-global";
+import type { Db } from "@/lib/db/transaction";
 
 export type DedupMode = "single" | "partition";
 
@@ -20,8 +22,8 @@ type Cached = { mode: Promise<DedupMode>; at: number; url: string | undefined };
 const cache = processGlobal("dedupMode", () => ({ current: undefined as Cached | undefined }));
 
 /** Reads the mode from the catalog (no cache). */
-export async function readDedupMode(on?: Queryable): Promise<DedupMode> {
-  const [row] = await query<{ relkind: string }>("SELECT relkind::text AS relkind FROM pg_class WHERE oid = 'dedup_keys'::regclass", [], on);
+export async function readDedupMode(db?: Db): Promise<DedupMode> {
+  const [row] = await query(z.object({ relkind: z.string() }), "SELECT relkind::text AS relkind FROM pg_class WHERE oid = 'dedup_keys'::regclass", [], db);
   return row?.relkind === "p" ? "partition" : "single";
 }
 

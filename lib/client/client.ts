@@ -8,9 +8,20 @@
  * network or answered 502/503/504 may still have committed; the retry resends the same body, so a claim
  * that did commit comes back `claimed` with `repeat: true` and its claim token, instead of `duplicate`.
  */
-import type { ClaimOutcome, ClaimRequest, ClaimResult, BatchClaimRequest, KeyState, ClaimStatus, SettleResult } from "../claims/schema";
+import type {
+  ClaimOutcome,
+  ClaimRequest,
+  ClaimResult,
+  BatchClaimRequest,
+  KeyState,
+  ClaimStatus,
+  ExtendResult,
+  SavedResult,
+  SettleResult,
+} from "../claims/schema";
+import { toBase64 } from "./bytes";
 
-export type { SettleResult };
+export type { SettleResult, ExtendResult, SavedResult };
 import type { BatchItemResult, DeadLetterInput } from "../deadletters/schema";
 
 export type { ClaimOutcome, ClaimResult, KeyState, ClaimStatus, BatchItemResult, DeadLetterInput };
@@ -30,6 +41,15 @@ export type KeywardClientOptions = {
   retryDelayMs?: number;
 };
 
+/** Per-call overrides of the client's timeout and retries (the wrappers use them to bound a call by the lease). */
+export type CallOptions = { timeoutMs?: number; retries?: number };
+
+/**
+ * A result to save with `complete` (README "Saved results"): what duplicates of the key are answered with.
+ * The body's bytes are kept exactly (a string is sent as its UTF-8 bytes).
+ */
+export type ResultToSave = { status: number; headers?: Record<string, string>; body?: Uint8Array | ArrayBuffer | string };
+
 /** A claim request; `attemptId` defaults to a fresh random UUID (kept across this call's retries). */
 export type ClaimInput = ClaimRequest;
 export type ClaimBatchInput = BatchClaimRequest;
@@ -46,8 +66,16 @@ export type KeywardClient = {
   claim(input: ClaimInput): Promise<ClaimResult>;
   /** Claims 1–1000 events of one source in one request; results in input order. */
   claimBatch(input: ClaimBatchInput): Promise<ClaimResult[]>;
-  /** Marks a leased claim done (a no-op when it already is, with the same token). */
-  complete(input: { source: string; eventId: string; claimToken: string }): Promise<SettleResult>;
+  /**
+   * Marks a leased claim done (a no-op when it already is, with the same token), saving `result` with the key
+   * when given (the source must keep results: a 422 otherwise, and nothing changes).
+   */
+  complete(input: { source: string; eventId: string; claimToken: string; result?: ResultToSave }, call?: CallOptions): Promise<SettleResult>;
+  /**
+   * Extends a running lease to `leaseSeconds` from now: a 409 `claim_token_mismatch` when another claim took
+   * it over, a 404 when the key is gone.
+   */
+  extend(input: { source: string; eventId: string; claimToken: string; leaseSeconds: number }, call?: CallOptions): Promise<ExtendResult>;
   /** Deletes a claim so the next delivery is processed. */
   release(input: { source: string; eventId: string; claimToken?: string }): Promise<ReleaseResult>;
   /** The key's state: `alive`, `expired` or `unknown` (needs claims:read). */
@@ -100,7 +128,7 @@ export function createKeywardClient(options: KeywardClientOptions): KeywardClien
   if (!/^https?:\/\//.test(baseUrl)) throw new TypeError("createKeywardClient: baseUrl must be an http(s):// URL");
   if (!options.apiKey) throw new TypeError("createKeywardClient: apiKey is required");
 
-  async function once(method: string, path: string, body: string | undefined): Promise<Answer> {
+  async function once(method: string, path: string, body: string | undefined, timeoutMs: number): Promise<Answer> {
     let res: Response;
     try {
       res = await doFetch(baseUrl + path, {
@@ -111,7 +139,7 @@ export function createKeywardClient(options: KeywardClientOptions): KeywardClien
           ...(body === undefined ? {} : { "content-type": "application/json" }),
         },
         body,
-        signal: AbortSignal.timeout(timeoutMs),
+        signal: AbortSignal.timeout(Math.max(1, Math.ceil(timeoutMs))),
       });
     } catch (err) {
       const timedOut = (err as Error)?.name === "TimeoutError" || (err as Error)?.name === "AbortError";
@@ -166,12 +194,14 @@ export function createKeywardClient(options: KeywardClientOptions): KeywardClien
     payload: unknown,
     accept: (a: Answer) => boolean,
     onRetryAnswer?: (a: Answer) => T | undefined,
+    call: CallOptions = {},
   ): Promise<T> {
     const body = payload === undefined ? undefined : JSON.stringify(payload);
+    const attempts = call.retries ?? retries;
     for (let attempt = 0; ; attempt++) {
       let error: KeywardApiError;
       try {
-        const a = await once(method, path, body);
+        const a = await once(method, path, body, call.timeoutMs ?? timeoutMs);
         if (accept(a)) return a.body as T;
         if (attempt > 0 && onRetryAnswer) {
           const resolved = onRetryAnswer(a);
@@ -182,7 +212,7 @@ export function createKeywardClient(options: KeywardClientOptions): KeywardClien
         if (!(err instanceof KeywardApiError)) throw err;
         error = err;
       }
-      if (!error.retryable || attempt >= retries) throw error;
+      if (!error.retryable || attempt >= attempts) throw error;
       await sleep(retryDelayMs * 2 ** attempt);
     }
   }
@@ -204,7 +234,9 @@ export function createKeywardClient(options: KeywardClientOptions): KeywardClien
       );
       return answer.results;
     },
-    complete: (input) => send<SettleResult>("POST", "/api/v1/claims/complete", input, ok),
+    complete: ({ result, ...input }, call) =>
+      send<SettleResult>("POST", "/api/v1/claims/complete", result ? { ...input, result: toWire(result) } : input, ok, undefined, call),
+    extend: (input, call) => send<ExtendResult>("POST", "/api/v1/claims/extend", input, ok, undefined, call),
     release: (input) =>
       send<ReleaseResult>("POST", "/api/v1/claims/release", input, ok, (a) =>
         a.status === 404 ? { source: input.source, eventId: input.eventId, status: "released", repeat: true } : undefined,
@@ -213,6 +245,11 @@ export function createKeywardClient(options: KeywardClientOptions): KeywardClien
     deadLetter: (input) => send<{ id: string }>("POST", "/api/v1/dead-letters", input, ok),
     deadLetters: async (items) => (await send<{ results: BatchItemResult[] }>("POST", "/api/v1/dead-letters/batch", { items }, ok)).results,
   };
+}
+
+function toWire(r: ResultToSave): SavedResult {
+  const body = typeof r.body === "string" ? new TextEncoder().encode(r.body) : r.body instanceof ArrayBuffer ? new Uint8Array(r.body) : (r.body ?? new Uint8Array());
+  return { status: r.status, headers: r.headers ?? {}, bodyBase64: toBase64(body) };
 }
 
 function randomId(): string {

@@ -7,15 +7,15 @@
  * really lost on the network, is in test/db/faults.test.ts.
  */
 import { describe, expect, it } from "vitest";
-import { claimEvent, claimEvents } from "../../lib/claims/claim";
-import { completeClaim } from "../../lib/claims/settle";
-import { disablePartitionMode, enablePartitionMode } from "../../lib/retention/partitions";
-import { cliPrincipal } from "../../lib/auth/principal";
-import { KeywardError } from "../../lib/errors";
-import { makeSource, sql, uniq } from "../setup/db";
-import { usePrivateDatabase } from "../setup/private-db";
-import { parseInput } from "../../lib/http/validate";
-import { batchClaimRequest, claimRequest } from "../../lib/claims/schema";
+import { claimEvent, claimEvents } from "@/lib/claims/claim";
+import { completeClaim } from "@/lib/claims/settle";
+import { disablePartitionMode, enablePartitionMode } from "@/lib/retention/partitions";
+import { cliPrincipal } from "@/lib/auth/principal";
+import { KeywardError } from "@/lib/errors";
+import { makeSource, sql, uniq } from "@/test/setup/db";
+import { usePrivateDatabase } from "@/test/setup/private-db";
+import { parseInput } from "@/lib/http/validate";
+import { batchClaimRequest, claimRequest } from "@/lib/claims/schema";
 
 usePrivateDatabase();
 

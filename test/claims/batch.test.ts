@@ -1,9 +1,9 @@
 /** POST /api/v1/claims/batch and claimEvents: limits, input order, in-batch repeats, mixed outcomes. */
 import { beforeAll, describe, expect, it } from "vitest";
-import { POST as batchRoute } from "../../app/api/v1/claims/batch/route";
-import { claimEvent, claimEvents } from "../../lib/claims/claim";
-import { makeSource, sql, uniq } from "../setup/db";
-import { HASH_A, HASH_B, auditRows, isErrorBody, keyRow, makeApiKey, post } from "../setup/http";
+import { POST as batchRoute } from "@/app/api/v1/claims/batch/route";
+import { claimEvent, claimEvents } from "@/lib/claims/claim";
+import { makeSource, sql, uniq } from "@/test/setup/db";
+import { HASH_A, HASH_B, auditRows, isErrorBody, keyRow, makeApiKey, post } from "@/test/setup/http";
 
 let key: string;
 beforeAll(async () => {

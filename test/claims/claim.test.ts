@@ -4,12 +4,12 @@
  * expiry by the database clock, and the audit row written by the claim statement itself.
  */
 import { beforeAll, describe, expect, it } from "vitest";
-import { POST as claimRoute } from "../../app/api/v1/claims/route";
-import { POST as completeRoute } from "../../app/api/v1/claims/complete/route";
-import { claimEvent } from "../../lib/claims/claim";
-import { flushClaimCounts } from "../../lib/metrics/claim-counts";
-import { makeSource, sql, uniq } from "../setup/db";
-import { HASH_A, HASH_B, auditRows, expireKey, keyRow, lapseLease, makeApiKey, post } from "../setup/http";
+import { POST as claimRoute } from "@/app/api/v1/claims/route";
+import { POST as completeRoute } from "@/app/api/v1/claims/complete/route";
+import { claimEvent } from "@/lib/claims/claim";
+import { flushClaimCounts } from "@/lib/metrics/claim-counts";
+import { makeSource, sql, uniq } from "@/test/setup/db";
+import { HASH_A, HASH_B, auditRows, expireKey, keyRow, lapseLease, makeApiKey, post } from "@/test/setup/http";
 
 let key: string;
 let keyName: string;

@@ -1,6 +1,6 @@
 /** Pure rules of lib/claims/classify.ts: batch de-duplication and turning statement rows into answers. */
 import { describe, expect, it } from "vitest";
-import { classifyClaims, dedupeBatch, hashesConflict, type ClaimRow } from "../../lib/claims/classify";
+import { classifyClaims, dedupeBatch, hashesConflict, type ClaimRow } from "@/lib/claims/classify";
 
 const H1 = "1".repeat(64);
 const H2 = "2".repeat(64);
@@ -23,6 +23,9 @@ function row(eventId: string, over: Partial<ClaimRow> = {}): ClaimRow {
     duplicate_count: 0,
     attempt_id: null,
     db_now: T0,
+    result_status: null,
+    result_headers: null,
+    result_body: null,
     ...over,
   };
 }

@@ -2,12 +2,12 @@
  * Races: many callers claiming the same ids at once must yield exactly one claim per id, every other
  * caller a duplicate, and dedup_keys / audit_events agreeing with the answers.
  */
-import { beforeAll, describe, expect, it } from "vitest";
-import { POST as claimRoute } from "../../app/api/v1/claims/route";
-import { POST as batchRoute } from "../../app/api/v1/claims/batch/route";
-import { claimEvent } from "../../lib/claims/claim";
-import { makeSource, sql, uniq } from "../setup/db";
-import { makeApiKey, post } from "../setup/http";
+import { describe, expect, it } from "vitest";
+import { POST as claimRoute } from "@/app/api/v1/claims/route";
+import { POST as batchRoute } from "@/app/api/v1/claims/batch/route";
+import { claimEvent } from "@/lib/claims/claim";
+import { makeSource, sql, uniq } from "@/test/setup/db";
+import { makeApiKey, post } from "@/test/setup/http";
 
 const IDS = 20;
 const CALLS = 200;

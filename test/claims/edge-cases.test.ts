@@ -1,10 +1,10 @@
 /** Inputs and timings at the edges: text PostgreSQL cannot store as sent, leases longer than the TTL. */
 import { describe, expect, it } from "vitest";
-import { claimEvent } from "../../lib/claims/claim";
-import { KeywardError } from "../../lib/errors";
-import { makeSource, sql, uniq } from "../setup/db";
-import { parseInput } from "../../lib/http/validate";
-import { claimRequest } from "../../lib/claims/schema";
+import { claimEvent } from "@/lib/claims/claim";
+import { KeywardError } from "@/lib/errors";
+import { makeSource, sql, uniq } from "@/test/setup/db";
+import { parseInput } from "@/lib/http/validate";
+import { claimRequest } from "@/lib/claims/schema";
 
 const rejection = (p: Promise<unknown>) => p.then(() => undefined, (e: unknown) => e);
 

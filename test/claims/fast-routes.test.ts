@@ -1,9 +1,9 @@
 /** Which requests the server's claim fast path takes, and which it leaves to Next. */
 import { describe, expect, it } from "vitest";
-import { matchFastRoute } from "../../lib/server/fast-routes";
-import { POST as claim } from "../../app/api/v1/claims/route";
-import { POST as batch } from "../../app/api/v1/claims/batch/route";
-import { GET as keyState } from "../../app/api/v1/claims/[source]/[eventId]/route";
+import { matchFastRoute } from "@/lib/server/fast-routes";
+import { POST as claim } from "@/app/api/v1/claims/route";
+import { POST as batch } from "@/app/api/v1/claims/batch/route";
+import { GET as keyState } from "@/app/api/v1/claims/[source]/[eventId]/route";
 
 describe("matchFastRoute", () => {
   it("takes the claim endpoints with the route modules Next serves", () => {

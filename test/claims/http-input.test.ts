@@ -4,12 +4,12 @@
  * Every error has the one body shape { error: { code, message, details? } }.
  */
 import { beforeAll, describe, expect, it } from "vitest";
-import { POST as claimRoute } from "../../app/api/v1/claims/route";
-import { POST as batchRoute } from "../../app/api/v1/claims/batch/route";
-import { POST as completeRoute } from "../../app/api/v1/claims/complete/route";
-import { POST as releaseRoute } from "../../app/api/v1/claims/release/route";
-import { makeSource, sql, uniq } from "../setup/db";
-import { isErrorBody, makeApiKey, post, type Called } from "../setup/http";
+import { POST as claimRoute } from "@/app/api/v1/claims/route";
+import { POST as batchRoute } from "@/app/api/v1/claims/batch/route";
+import { POST as completeRoute } from "@/app/api/v1/claims/complete/route";
+import { POST as releaseRoute } from "@/app/api/v1/claims/release/route";
+import { makeSource, sql, uniq } from "@/test/setup/db";
+import { isErrorBody, makeApiKey, post, type Called } from "@/test/setup/http";
 
 let key: string;
 let source: string;

@@ -10,15 +10,15 @@
  * stopped, or black-holed behind a TCP proxy, claims stay correct and answer within a bound, and Redis is
  * used again once it is back.
  */
-import { spawn, type ChildProcess } from "node:child_process";
+import { execFile, spawn, type ChildProcess } from "node:child_process";
 import Redis from "ioredis";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
-import { call, startTestServer, type TestServer } from "../setup/auth";
-import { makeSource, sql, uniq } from "../setup/db";
-import { makeApiKey } from "../setup/http";
-import { usePrivateDatabase } from "../setup/private-db";
-import { freePort, stopServer, type Server } from "../setup/server";
-import { startTcpProxy, type TcpProxy } from "../setup/tcp-proxy";
+import { call, startTestServer, type TestServer } from "@/test/setup/auth";
+import { makeSource, sql, uniq } from "@/test/setup/db";
+import { makeApiKey } from "@/test/setup/http";
+import { usePrivateDatabase } from "@/test/setup/private-db";
+import { BIN, ROOT, freePort, stopServer, type Server } from "@/test/setup/server";
+import { startTcpProxy, type TcpProxy } from "@/test/setup/tcp-proxy";
 
 vi.setConfig({ testTimeout: 60_000 });
 
@@ -90,10 +90,25 @@ async function claim(server: TestServer, body: Record<string, unknown>) {
   return call(server.baseUrl, "POST", "/api/v1/claims", { key, body: { source, eventType: "t", ...body } });
 }
 
-async function entries(pattern: string): Promise<string[]> {
+/** The event ids of this source that Redis holds an entry for. */
+async function entriesOf(of: string): Promise<string[]> {
   const r = new Redis({ port: redisPort, maxRetriesPerRequest: 0 });
   try {
-    return await r.keys(pattern);
+    return (await r.keys(`{kw:*}k:${of}/*`)).map((k) => k.slice(k.indexOf(`}k:${of}/`) + `}k:${of}/`.length)).sort();
+  } finally {
+    r.disconnect();
+  }
+}
+
+/** Live tombstones of this source's keys, over every bucket's meta key. */
+async function tombstones(of: string): Promise<number> {
+  const r = new Redis({ port: redisPort, maxRetriesPerRequest: 0 });
+  try {
+    let n = 0;
+    for (const meta of await r.keys("{kw:*}m")) {
+      n += (await r.zrangebyscore(meta, Date.now(), "(+inf")).filter((m) => m.includes(`}k:${of}/`)).length;
+    }
+    return n;
   } finally {
     r.disconnect();
   }
@@ -170,8 +185,9 @@ describe("Redis first line", () => {
       expect(again.status).toBe(201);
       expect(again.body.outcome).toBe("claimed");
     }
-    // The releases left tombstones: a late write of a released key's entry is refused while they live.
-    expect((await entries(`kw:*:t:${source}/*`)).length).toBeGreaterThan(0);
+    // The releases left tombstones (members of their buckets' meta keys): a late write of a released key's
+    // entry is refused while they live.
+    expect(await tombstones(source)).toBeGreaterThan(0);
   });
 
   it("a duplicate Redis answers still lands in its source's duplicate-age histogram, aged on the database's clock", async () => {
@@ -200,16 +216,33 @@ describe("Redis first line", () => {
     expect(older).toBe(0);
   });
 
-  it("asks Redis only while a source's claims are often duplicates: first claims skip it, a storm turns it back on", async () => {
+  it("asks Redis only while a source's claims are often duplicates: first claims skip it (no lookup, no entry), a storm turns it back on", async () => {
     const quiet = await makeSource();
     const claimOf = (eventId: string) => call(a.baseUrl, "POST", "/api/v1/claims", { key, body: { source: quiet, eventType: "t", eventId } });
     const before = await redisStats(a);
-    for (let i = 0; i < 60; i++) expect((await claimOf(uniq("first"))).status).toBe(201);
+    const firsts = Array.from({ length: 60 }, (_, i) => `first-${String(i).padStart(2, "0")}`);
+    for (const id of firsts) expect((await claimOf(id)).status).toBe(201);
     const after = await redisStats(a);
     // A source starts at a 1/2 share of duplicates; each first claim moves it 1/32 of the way to 0, and
     // below 1/5 (after 29 first claims) Redis is not asked. Other tests' servers are b and viaProxy.
     expect((after.skipped ?? 0) - (before.skipped ?? 0)).toBeGreaterThanOrEqual(30);
     expect((after.miss ?? 0) - (before.miss ?? 0)).toBeLessThanOrEqual(30);
+    // Nor are the keys those claims make remembered: only the first ones, claimed while the share was ≥ 1/5.
+    await sleep(200); // entry writes go out in batches of 10 ms
+    const remembered = await entriesOf(quiet);
+    expect(remembered.length).toBeGreaterThan(0);
+    // (a bucket whose generation this server has not learned yet writes nothing: some of those may be missing)
+    for (const id of remembered) expect(firsts.indexOf(id), id).toBeLessThan(29);
+    // A key PostgreSQL answers `duplicate` is remembered even while Redis is skipped: its sender is retrying it.
+    const late = firsts[59];
+    await vi.waitFor(
+      async () => {
+        expect((await claimOf(late)).status).toBe(200);
+        await sleep(50);
+        expect(await entriesOf(quiet)).toContain(late);
+      },
+      { timeout: 5_000, interval: 50 },
+    );
     // Duplicates (answered by PostgreSQL while Redis is skipped) raise the share until Redis is asked again.
     const eventId = uniq("storm");
     expect((await claimOf(eventId)).status).toBe(201);
@@ -221,6 +254,33 @@ describe("Redis first line", () => {
       if (i > 100) throw new Error(`never answered from Redis again: ${JSON.stringify(await redisStats(a))}`);
       await sleep(20);
     }
+  });
+
+  it("keyward redis forget: a key deleted by hand in SQL is claimed again, by its id or by a namespace move", async () => {
+    const cli = (...args: string[]) =>
+      new Promise<{ code: number; stdout: string; stderr: string }>((resolve) => {
+        const env = { ...process.env, KEYWARD_REDIS_URL: `redis://127.0.0.1:${redisPort}` };
+        execFile(process.execPath, [BIN, ...args], { cwd: ROOT, env, timeout: 60_000 }, (err, stdout, stderr) =>
+          resolve({ code: err ? 1 : 0, stdout, stderr }),
+        );
+      });
+    const [byId, all] = [uniq("forget"), uniq("forget-all")];
+    for (const eventId of [byId, all]) {
+      expect((await claim(a, { eventId })).status).toBe(201);
+      await untilRedisHit(b, eventId);
+      await sql("DELETE FROM dedup_keys WHERE source = $1 AND event_id = $2", [source, eventId]); // by hand
+      // Redis still answers it: what the command is for.
+      expect((await claim(b, { eventId })).status).toBe(200);
+    }
+    const one = await cli("redis", "forget", source, byId);
+    expect(one, one.stderr).toMatchObject({ code: 0 });
+    expect(one.stdout).toContain(`forgot 1 key of ${source} in Redis`);
+    expect((await claim(b, { eventId: byId })).status).toBe(201);
+    expect((await claim(b, { eventId: all })).status).toBe(200); // not named: still answered
+    const every = await cli("redis", "forget", source);
+    expect(every, every.stderr).toMatchObject({ code: 0 });
+    expect(every.stdout).toContain("new Redis namespace");
+    expect((await claim(b, { eventId: all })).status).toBe(201);
   });
 
   it("Redis stopped: claims stay correct (first 201, then 200), releases still take effect; Redis is used again when back", async () => {

@@ -7,11 +7,12 @@ import {
   claimRequest,
   completeRequest,
   releaseRequest,
-} from "../../lib/claims/schema";
+} from "@/lib/claims/schema";
+import type { Json } from "@/test/setup/json";
 
 const base = { source: "stripe", eventId: "evt_1", eventType: "charge.succeeded" };
 const ok = (input: unknown) => claimRequest.safeParse(input).success;
-const fieldsOf = (input: unknown, schema: { safeParse: (i: unknown) => any } = claimRequest): string[] => {
+const fieldsOf = (input: unknown, schema: { safeParse: (i: unknown) => Json } = claimRequest): string[] => {
   const r = schema.safeParse(input);
   return r.success ? [] : r.error.issues.map((i: { path: PropertyKey[] }) => i.path.join("."));
 };

@@ -1,11 +1,11 @@
 /** POST /api/v1/claims/complete and /release, and GET /api/v1/claims/{source}/{eventId}. */
 import { beforeAll, describe, expect, it } from "vitest";
-import { POST as claimRoute } from "../../app/api/v1/claims/route";
-import { POST as completeRoute } from "../../app/api/v1/claims/complete/route";
-import { POST as releaseRoute } from "../../app/api/v1/claims/release/route";
-import { GET as stateRoute } from "../../app/api/v1/claims/[source]/[eventId]/route";
-import { makeSource, sql, uniq } from "../setup/db";
-import { auditRows, expireKey, getState, isErrorBody, keyRow, makeApiKey, post } from "../setup/http";
+import { POST as claimRoute } from "@/app/api/v1/claims/route";
+import { POST as completeRoute } from "@/app/api/v1/claims/complete/route";
+import { POST as releaseRoute } from "@/app/api/v1/claims/release/route";
+import { GET as stateRoute } from "@/app/api/v1/claims/[source]/[eventId]/route";
+import { makeSource, sql, uniq } from "@/test/setup/db";
+import { auditRows, expireKey, getState, isErrorBody, keyRow, makeApiKey, post } from "@/test/setup/http";
 
 let key: string;
 let keyName: string;

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { claimEvent } from "../../lib/claims/claim";
-import { makeSource, uniq } from "../setup/db";
+import { claimEvent } from "@/lib/claims/claim";
+import { makeSource, uniq } from "@/test/setup/db";
 
 describe("claimEvent", () => {
   it("claims once, then reports a duplicate", async () => {

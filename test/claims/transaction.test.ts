@@ -1,13 +1,14 @@
 /**
- * The in-process library inside the caller's own transaction (`{ on: client }`): the claim commits or
+ * The in-process library inside the caller's own transaction (`{}, connectionDb(client)`): the claim commits or
  * rolls back together with the caller's side effects, audit row included.
  */
+import { connectionDb } from "@/lib/db/transaction";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { claimEvent } from "../../lib/claims/claim";
-import { getKeyState } from "../../lib/claims/state";
-import { flushClaimCounts } from "../../lib/metrics/claim-counts";
-import { makeSource, sql, uniq } from "../setup/db";
+import { claimEvent } from "@/lib/claims/claim";
+import { getKeyState } from "@/lib/claims/state";
+import { flushClaimCounts } from "@/lib/metrics/claim-counts";
+import { makeSource, sql, uniq } from "@/test/setup/db";
 
 let client: pg.Client;
 beforeAll(async () => {
@@ -26,10 +27,10 @@ describe("claimEvent inside the caller's transaction", () => {
     const source = await makeSource();
     const eventId = uniq("tx");
     await client.query("BEGIN");
-    const inside = await claimEvent({ source, eventId, eventType: "charge" }, { on: client, actor: "checkout" });
+    const inside = await claimEvent({ source, eventId, eventType: "charge" }, { actor: "checkout" }, connectionDb(client));
     expect(inside.outcome).toBe("claimed");
     // Seen inside the transaction, invisible outside it until it commits.
-    expect((await getKeyState({ source, eventId }, client)).state).toBe("alive");
+    expect((await getKeyState({ source, eventId }, connectionDb(client))).state).toBe("alive");
     expect((await getKeyState({ source, eventId })).state).toBe("unknown");
     await client.query("ROLLBACK");
 
@@ -46,8 +47,8 @@ describe("claimEvent inside the caller's transaction", () => {
     const source = await makeSource();
     const eventId = uniq("tx");
     await client.query("BEGIN");
-    expect((await claimEvent({ source, eventId, eventType: "charge" }, { on: client })).outcome).toBe("claimed");
-    expect((await claimEvent({ source, eventId, eventType: "charge" }, { on: client })).outcome).toBe("duplicate");
+    expect((await claimEvent({ source, eventId, eventType: "charge" }, {}, connectionDb(client))).outcome).toBe("claimed");
+    expect((await claimEvent({ source, eventId, eventType: "charge" }, {}, connectionDb(client))).outcome).toBe("duplicate");
     await client.query("COMMIT");
     const [row] = await sql<{ actor: string; kind: string }>(
       "SELECT actor, kind FROM audit_events WHERE source = $1 AND event_id = $2",

@@ -3,18 +3,18 @@
  * retried, network failures and timeouts retried), the attemptId retry of a claim whose answer was lost on
  * the network (a TCP proxy between client and server drops it), and withIdempotency: a handler that
  * throws (key released, the next delivery processed), a concurrent duplicate delivery (exactly one run),
- * a duplicate after completion (200, handler not run), the body still readable by the handler, and the
- * node:http adapter.
+ * a duplicate after completion (a neutral 200, handler not run), the body still readable by the handler, and
+ * the node:http adapter. Issue 25's table (leases, saved results, lost answers) is scenarios.test.ts.
  */
 import http from "node:http";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createKeywardClient, KeywardApiError, withIdempotency, type KeywardClient } from "../../lib/client";
-import { toNodeHandler } from "../../lib/client/node";
-import { makeSource, sql, uniq } from "../setup/db";
-import { makeApiKey } from "../setup/http";
-import { freePort, stopServer, type Server } from "../setup/server";
-import { startTestServer } from "../setup/auth";
-import { startTcpProxy, type TcpProxy } from "../setup/tcp-proxy";
+import { createKeywardClient, KeywardApiError, withIdempotency, type KeywardClient } from "@/lib/client";
+import { toNodeHandler } from "@/lib/client/node";
+import { makeSource, sql, uniq } from "@/test/setup/db";
+import { makeApiKey } from "@/test/setup/http";
+import { freePort, stopServer, type Server } from "@/test/setup/server";
+import { startTestServer } from "@/test/setup/auth";
+import { startTcpProxy, type TcpProxy } from "@/test/setup/tcp-proxy";
 
 const spawned: Server[] = [];
 let baseUrl: string;
@@ -203,9 +203,11 @@ describe("withIdempotency", () => {
     expect(seen[0]).toMatchObject({ body: { id: eventId, amount: 5 }, info: { source, eventId, claim: { outcome: "claimed" } } });
     expect((await client.state({ source, eventId })).status).toBe("done");
 
+    // Without a saved result: a neutral 200, none of Keyward's internal fields.
     const again = await handler(delivery(eventId, { amount: 5 }));
     expect(again.status).toBe(200);
-    expect(await again.json()).toMatchObject({ outcome: "duplicate", eventId });
+    expect(again.headers.get("idempotent-replayed")).toBe("true");
+    expect(await again.json()).toEqual({ received: true });
     expect(seen).toHaveLength(1);
   });
 
@@ -307,7 +309,7 @@ describe("withIdempotency", () => {
       expect([a.status, await a.text()]).toEqual([200, `got ${eventId}`]);
       const b = await send();
       expect(b.status).toBe(200);
-      expect(await b.json()).toMatchObject({ outcome: "duplicate" });
+      expect(await b.json()).toEqual({ received: true });
     } finally {
       await new Promise((r) => server.close(r));
     }

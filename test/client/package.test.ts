@@ -1,15 +1,15 @@
 /**
  * keyward/client as a consumer gets it: `npm run build:client` (what `prepare` runs) compiles lib/client
  * into dist/, and a plain Node/TypeScript project that depends on this repository (node_modules/keyward
- * linked to it, as npm does for a `file:` dependency) can require it, import it, and type-check against
- * its .d.ts; the compiled client loads no server code.
+ * linked to it, as npm does for a `file:` dependency) can require it (and keyward/client/express, /fastify),
+ * import it, and type-check against its .d.ts; the compiled client loads no server code, nor the frameworks.
  */
 import { execFileSync } from "node:child_process";
 import { mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, mkdirSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { ROOT } from "../setup/server";
+import { ROOT } from "@/test/setup/server";
 
 let dir: string;
 const node = (args: string[]) => execFileSync(process.execPath, args, { cwd: dir, encoding: "utf8" });
@@ -29,7 +29,11 @@ afterAll(() => {
 describe("keyward/client from a consumer project", () => {
   it("requires and imports", () => {
     const cjs = node(["-e", "const k = require('keyward/client'); console.log(Object.keys(k).sort().join(','))"]);
-    expect(cjs.trim()).toBe("KeywardApiError,createKeywardClient,isKeywardApiError,withIdempotency");
+    expect(cjs.trim()).toBe(
+      "IdempotencyError,KeywardApiError,canonicalJson,createKeywardClient,isIdempotencyError,isKeywardApiError,makeIdempotent,payloadHashOf,savedResponse,withIdempotency",
+    );
+    const adapters = node(["-e", "console.log(typeof require('keyward/client/express').idempotency, typeof require('keyward/client/fastify').keywardIdempotency)"]);
+    expect(adapters.trim()).toBe("function function");
     const esm = node([
       "--input-type=module",
       "-e",
@@ -60,12 +64,22 @@ describe("keyward/client from a consumer project", () => {
         files: ["route.ts", "wrong.ts"],
       }),
     );
-    const good = `import { createKeywardClient, withIdempotency, type ClaimResult, KeywardApiError } from "keyward/client";
+    const good = `import { createKeywardClient, withIdempotency, makeIdempotent, type ClaimResult, KeywardApiError } from "keyward/client";
+import { idempotency, idempotencyOf } from "keyward/client/express";
+import { keywardIdempotency } from "keyward/client/fastify";
 const client = createKeywardClient({ baseUrl: "https://keyward.internal", apiKey: "kw_x" });
 export const POST = withIdempotency(
-  async (req, info) => Response.json({ ok: true, token: info.claimToken, body: await req.text() }),
-  { client, source: "stripe", eventId: (req) => req.headers.get("webhook-id") ?? "" },
+  async (req, info) => Response.json({ ok: true, token: info.claimToken, aborted: info.signal.aborted, body: await req.text() }),
+  { client, source: "stripe", eventId: (req) => req.headers.get("webhook-id") ?? "", payloadHash: "body", saveResult: true },
 );
+type Order = { id: string; amount: number };
+export const handle = makeIdempotent(async (o: Order, { signal }) => ({ charged: o.amount, aborted: signal.aborted }), {
+  client, source: "orders", eventId: (o) => o.id, payload: (o) => o, saveResult: true,
+});
+export async function g(o: Order): Promise<number | undefined> { return (await handle(o))?.charged; }
+export const mw = idempotency({ client, source: "stripe", eventId: (req) => req.headers["webhook-id"] as string });
+export const info = (req: import("node:http").IncomingMessage) => idempotencyOf(req)?.signal;
+export const plugin = keywardIdempotency;
 export async function f(): Promise<string> {
   const r: ClaimResult = await client.claim({ source: "s", eventId: "e", eventType: "t" });
   try { await client.complete({ source: "s", eventId: "e", claimToken: r.claimToken! }); }
@@ -93,6 +107,6 @@ export async function f(): Promise<string> {
     for (const f of readdirSync(out).filter((f) => f.endsWith(".js"))) {
       for (const m of readFileSync(path.join(out, f), "utf8").matchAll(/require\("([^"]+)"\)/g)) required.add(m[1]);
     }
-    expect([...required].sort()).toEqual(["./client", "./with-idempotency", "node:stream"]);
+    expect([...required].sort()).toEqual(["./bytes", "./client", "./make-idempotent", "./payload-hash", "./run", "./with-idempotency", "node:stream"]);
   });
 });
