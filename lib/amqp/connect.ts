@@ -19,7 +19,7 @@ export async function connectAmqp(url: string, options: { timeoutMs?: number; na
     conn.on("error", () => {});
     return conn;
   } catch (err) {
-    throw new Error(describeAmqpError(err, url));
+    throw new Error(describeAmqpError(err, url), { cause: err });
   }
 }
 
@@ -67,7 +67,7 @@ export async function checkQueue(url: string, queue: string, timeoutMs = CONNECT
     try {
       return await ch.checkQueue(queue);
     } catch (err) {
-      throw new Error(/404|NOT.FOUND/.test(String((err as Error).message)) ? `queue "${queue}" not found` : describeAmqpError(err, url));
+      throw new Error(/404|NOT.FOUND/.test(String((err as Error).message)) ? `queue "${queue}" not found` : describeAmqpError(err, url), { cause: err });
     }
   } finally {
     await conn.close().catch(() => {});

@@ -11,7 +11,7 @@
  * The URL carries the credentials, so it is stored encrypted and shown only with the password masked.
  */
 import { z } from "zod";
-import { unstorableReason } from "../http/fields";
+import { unstorableReason } from "@/lib/http/fields";
 
 export const AMQP_PROTOCOL = /^amqps?:$/;
 export const MAX_AMQP_URL_LENGTH = 2048;

@@ -11,15 +11,18 @@
  * (`dead_letter.discard` / `dead_letter.resolve`, with the reason, the count, the ids and the filter).
  */
 import "server-only";
-import { KeywardError } from "../errors";
-import { database, withTransaction, type Db } from "../db/transaction";
-import { recordAction } from "../audit/actions";
-import { actorOf, type Principal } from "../auth/principal";
+import { z } from "zod";
+import { KeywardError } from "@/lib/errors";
+import { database, withTransaction, type Db } from "@/lib/db/transaction";
+import { recordAction } from "@/lib/audit/actions";
+import { actorOf, type Principal } from "@/lib/auth/principal";
 import { likePattern } from "./list";
+import { execute, query, sqlParams } from "@/lib/db/sql";
 import {
   BULK_CONFIRM_ABOVE,
   MAX_BULK_FILTER,
   type BulkAction,
+  DEAD_LETTER_STATUSES,
   type BulkRequest,
   type BulkResult,
   type DeadLetterStatus,
@@ -46,9 +49,11 @@ async function settleIn(tx: Db, action: BulkAction, r: BulkRequest, actor: Princ
   if (r.ids) {
     const wanted = [...new Set(r.ids.map((id) => id.toLowerCase()))];
     // Raw SQL: FOR UPDATE, in id order (two bulk actions lock alike).
-    const rows = await tx.query<{ id: string; source: string; status: DeadLetterStatus }>(
+    const rows = await query(
+      z.object({ id: z.string(), source: z.string(), status: z.enum(DEAD_LETTER_STATUSES) }),
       "SELECT id, source, status FROM dead_letters WHERE id = ANY($1::uuid[]) ORDER BY id FOR UPDATE",
       [wanted],
+      tx,
     );
     const found = new Map(rows.map((row) => [row.id, row]));
     take = rows.filter((row) => row.status === "pending");
@@ -58,15 +63,16 @@ async function settleIn(tx: Db, action: BulkAction, r: BulkRequest, actor: Princ
     }
   } else {
     const f = r.filter!;
-    const values: unknown[] = [f.source];
-    const p = (v: unknown) => `$${values.push(v)}`;
+    const { values, p } = sqlParams(f.source);
     const where = ["d.source = $1", "d.status = 'pending'"];
     if (f.failedSince) where.push(`d.failed_at >= ${p(f.failedSince)}::timestamptz`);
     if (f.failedUntil) where.push(`d.failed_at < ${p(f.failedUntil)}::timestamptz`);
     if (f.error) where.push(`d.error ILIKE ${p(likePattern(f.error))}`);
-    take = await tx.query<{ id: string; source: string }>(
+    take = await query(
+      z.object({ id: z.string(), source: z.string() }),
       `SELECT d.id, d.source FROM dead_letters d WHERE ${where.join(" AND ")} ORDER BY d.id LIMIT ${MAX_BULK_FILTER + 1} FOR UPDATE`,
       values,
+      tx,
     );
     const n = take.length;
     if (n > MAX_BULK_FILTER) {
@@ -90,10 +96,11 @@ async function settleIn(tx: Db, action: BulkAction, r: BulkRequest, actor: Princ
   const ids = take.map((t) => t.id);
   if (ids.length) {
     // Raw SQL: settled by the database clock.
-    await tx.execute(
+    await execute(
       `UPDATE dead_letters SET status = $2, settled_at = now(), settled_by = $3, settle_reason = $4
        WHERE id = ANY($1::uuid[]) AND status = 'pending'`,
       [ids, SETTLED_AS[action], actorOf(actor), r.reason ?? null],
+      tx,
     );
   }
   const sources = [...new Set(take.map((t) => t.source))];

@@ -5,62 +5,53 @@
  * only, which works whether dedup_keys is one table or partitioned.
  */
 import "server-only";
-import { KeywardError } from "../errors";
-import { database, type Db } from "../db/transaction";
-import { pageOf } from "../pagination";
+import { z } from "zod";
+import { query, sqlParams } from "@/lib/db/sql";
+import { KeywardError } from "@/lib/errors";
+import { database, type Db } from "@/lib/db/transaction";
+import { pageOf } from "@/lib/pagination";
+import { KEY_PROCESSED_SQL, KEY_STATES, KEY_STATE_SQL, KEY_UNSAFE_SQL, keyFactsJoin } from "@/lib/keys/verdict";
 import {
+  DEAD_LETTER_STATUSES,
+  letterOriginSchema,
+  PAYLOAD_PREVIEW_BYTES,
   type DeadLetter,
   type DeadLetterDetail,
   type DeadLetterList,
-  type DeadLetterStatus,
-  type KeyStateName,
   type ListDeadLettersQuery,
 } from "./schema";
 
-export const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
-type Row = {
-  id: string;
-  source: string;
-  event_id: string;
-  event_type: string;
-  error: string;
-  attempts: number;
-  failed_at: Date;
-  queue: string | null;
-  status: DeadLetterStatus;
-  received_at: Date;
-  settled_at: Date | null;
-  key_state: KeyStateName;
-  key_expires_at: Date | null;
-  key_processed: boolean;
-  sort_us: string;
-};
+const Row = z.object({
+  id: z.string(),
+  source: z.string(),
+  event_id: z.string(),
+  event_type: z.string(),
+  error: z.string(),
+  attempts: z.number(),
+  failed_at: z.date(),
+  queue: z.string().nullable(),
+  status: z.enum(DEAD_LETTER_STATUSES),
+  received_at: z.date(),
+  settled_at: z.date().nullable(),
+  key_state: z.enum(KEY_STATES),
+  key_expires_at: z.date().nullable(),
+  key_processed: z.boolean(),
+  sort_us: z.string(),
+});
+type Row = z.output<typeof Row>;
 
-/** The key of each letter, by the database clock: none (no row), expired, in_flight (a running lease), alive. */
-const KEY_JOIN = `
-LEFT JOIN LATERAL (
-  SELECT k.expires_at,
-         CASE WHEN k.expires_at <= now() THEN 'expired'
-              WHEN k.status = 'processing' AND k.lease_expires_at > now() THEN 'in_flight'
-              ELSE 'alive' END AS state
-  FROM dedup_keys k WHERE k.source = d.source AND k.event_id = d.event_id
-) key ON true
-LEFT JOIN LATERAL (
-  -- Without a live key: was the event processed (the newest deciding audit row is not a release)? Then a
-  -- replay could process it twice (issue 13 §13: the keys-at-risk count leaves out never-processed letters).
-  SELECT a.kind <> 'released' AS processed FROM audit_events a
-  WHERE (key.expires_at IS NULL OR key.expires_at <= now())
-    AND a.source = d.source AND a.event_id = d.event_id
-    AND a.kind IN ('claimed', 'lease_takeover', 'reclaimed_after_expiry', 'completed', 'released')
-  ORDER BY a.at DESC, a.id DESC LIMIT 1
-) proc ON true`;
+/**
+ * Each letter's key facts, by the database clock: lib/keys/verdict.ts keyFactsJoin, the one reading shared
+ * with the preflight and the replay worker; the state and `processed` are decideKey's, in SQL.
+ */
+export const KEY_JOIN = keyFactsJoin("d.source", "d.event_id");
 
 const COLUMNS = `d.id, d.source, d.event_id, d.event_type, d.error, d.attempts, d.failed_at, d.queue, d.status,
-  d.received_at, d.settled_at, coalesce(key.state, 'none') AS key_state, key.expires_at AS key_expires_at,
-  coalesce(proc.processed, false) AS key_processed`;
+  d.received_at, d.settled_at, ${KEY_STATE_SQL} AS key_state, key.expires_at AS key_expires_at,
+  ${KEY_PROCESSED_SQL} AS key_processed`;
 
-function toDeadLetter(r: Row): DeadLetter {
+function toDeadLetter(r: Omit<Row, "sort_us">): DeadLetter {
   return {
     id: r.id,
     source: r.source,
@@ -86,8 +77,7 @@ export const likePattern = (s: string) => `%${s.replace(/[\\%_]/g, (c) => `\\${c
  * one statement with a MATERIALIZED CTE.
  */
 export async function listDeadLetters(q: ListDeadLettersQuery, db: Db = database()): Promise<DeadLetterList> {
-  const values: unknown[] = [];
-  const p = (v: unknown) => `$${values.push(v)}`;
+  const { values, p } = sqlParams();
   const filters: string[] = [];
   if (q.source) filters.push(`d.source = ${p(q.source)}`);
   if (q.from) filters.push(`d.failed_at >= ${p(q.from)}::timestamptz`);
@@ -115,10 +105,12 @@ export async function listDeadLetters(q: ListDeadLettersQuery, db: Db = database
   const where = (f: string[]) => (f.length ? `WHERE ${f.join(" AND ")}` : "");
   const order = q.sort === "failedAt" ? "d.failed_at DESC, d.id DESC" : `${sortKey} ASC, d.id ASC`;
   const limitParam = p(q.limit + 1);
-  const rows = await db.query<Row>(
+  const rows = await query(
+    Row,
     `SELECT ${COLUMNS}, ${q.sort === "failedAt" ? "''" : `${sortKey}::text`} AS sort_us
      FROM dead_letters d ${KEY_JOIN} ${where(page)} ORDER BY ${order} LIMIT ${limitParam}`,
     values,
+    db,
   );
   const { items, next } = pageOf(rows, q.limit, toDeadLetter, (last) => ({
     s: q.sort,
@@ -126,16 +118,17 @@ export async function listDeadLetters(q: ListDeadLettersQuery, db: Db = database
     i: last.id,
   }));
 
-  const [counts] = await db.query<{
-    total: number;
-    by_source: { source: string; count: number }[];
-    by_error: { error: string; count: number }[];
-    risk_expired: number;
-    risk_soon: number;
-  }>(
+  const [counts] = await query(
+    z.object({
+      total: z.number(),
+      by_source: z.array(z.object({ source: z.string(), count: z.number() })),
+      by_error: z.array(z.object({ error: z.string(), count: z.number() })),
+      risk_expired: z.number(),
+      risk_soon: z.number(),
+    }),
     `WITH f AS MATERIALIZED (SELECT d.source, d.error FROM dead_letters d ${where(filters)}),
           risk AS (
-            SELECT count(*) FILTER (WHERE (key.expires_at IS NULL OR key.expires_at <= now()) AND proc.processed) AS expired,
+            SELECT count(*) FILTER (WHERE ${KEY_UNSAFE_SQL}) AS expired,
                    count(*) FILTER (WHERE key.expires_at > now() AND key.expires_at <= now() + interval '24 hours') AS soon
             FROM dead_letters d ${KEY_JOIN} ${where([...common, "d.status = 'pending'"])})
      SELECT (SELECT count(*) FROM f) AS total,
@@ -145,6 +138,7 @@ export async function listDeadLetters(q: ListDeadLettersQuery, db: Db = database
                       FROM (SELECT error, count(*) AS n FROM f GROUP BY error ORDER BY n DESC, error LIMIT 20) e), '[]') AS by_error,
             (SELECT expired FROM risk) AS risk_expired, (SELECT soon FROM risk) AS risk_soon`,
     values.slice(0, filterValues),
+    db,
   );
   return {
     items,
@@ -159,51 +153,70 @@ export async function listDeadLetters(q: ListDeadLettersQuery, db: Db = database
 }
 
 /**
- * One letter with its payload exactly as stored (base64, and as text when it is UTF-8); 404 for an unknown
- * id. Raw SQL: the key's state by the database clock (KEY_JOIN), as in the list.
+ * One letter with its payload exactly as stored (base64, and as text when it is UTF-8), whole up to
+ * PAYLOAD_PREVIEW_BYTES, else its first PAYLOAD_PREVIEW_BYTES (`payloadTruncated`; the whole is at
+ * GET …/{id}/payload); 404 for an unknown id. Raw SQL: the key's state by the database clock (KEY_JOIN),
+ * as in the list, and only the payload's first part read (substring).
  */
 export async function getDeadLetter(id: string, db: Db = database()): Promise<DeadLetterDetail> {
-  if (!UUID_RE.test(id)) throw KeywardError.notFound("dead_letter_not_found", `no dead letter ${id}`);
-  const [row] = await db.query<
-    Row & {
-      payload: Buffer;
-      content_type: string;
-      last_replay_error: string | null;
-      inlet_id: string | null;
-      origin_exchange: string | null;
-      origin_routing_key: string | null;
-      unidentified_reason: string | null;
-      last_replay_status: number | null;
-      settled_by: string | null;
-      settle_reason: string | null;
-    }
-  >(
-    `SELECT ${COLUMNS}, d.payload, d.content_type, d.last_replay_error, d.inlet_id, d.origin_exchange, d.origin_routing_key,
-            d.unidentified_reason, d.last_replay_status, d.settled_by, d.settle_reason
+  const [row] = await query(
+    Row.omit({ sort_us: true }).extend({
+      payload: z.instanceof(Buffer),
+      payload_bytes: z.number(),
+      content_type: z.string(),
+      last_replay_error: z.string().nullable(),
+      inlet_id: z.string().nullable(),
+      origin_exchange: z.string().nullable(),
+      origin_routing_key: z.string().nullable(),
+      unidentified_reason: z.string().nullable(),
+      last_replay_status: z.number().nullable(),
+      settled_by: z.string().nullable(),
+      settle_reason: z.string().nullable(),
+      sender_headers: z.array(z.object({ name: z.string(), value: z.string() })).nullable(),
+      origin: letterOriginSchema.nullable(),
+    }),
+    `SELECT ${COLUMNS}, substring(d.payload FROM 1 FOR $2::int) AS payload, d.payload_bytes, d.content_type, d.last_replay_error,
+            d.inlet_id, d.origin_exchange, d.origin_routing_key, d.unidentified_reason, d.last_replay_status, d.settled_by,
+            d.settle_reason, d.sender_headers, d.origin
      FROM dead_letters d ${KEY_JOIN} WHERE d.id = $1`,
-    [id],
+    [id, PAYLOAD_PREVIEW_BYTES],
+    db,
   );
   if (!row) throw KeywardError.notFound("dead_letter_not_found", `no dead letter ${id}`);
-  let payloadText: string | null;
-  try {
-    payloadText = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true }).decode(row.payload);
-  } catch {
-    payloadText = null;
-  }
+  const truncated = row.payload_bytes > row.payload.length;
   return {
     ...toDeadLetter(row),
     contentType: row.content_type,
-    payloadBytes: row.payload.length,
+    payloadBytes: row.payload_bytes,
+    payloadTruncated: truncated,
     payloadBase64: row.payload.toString("base64"),
-    payloadText,
+    payloadText: utf8Text(row.payload, truncated),
+    senderHeaders: row.sender_headers ?? [],
     lastReplayError: row.last_replay_error,
     amqp:
       row.inlet_id || row.origin_exchange !== null
         ? { inletId: row.inlet_id, exchange: row.origin_exchange, routingKey: row.origin_routing_key }
         : null,
+    origin: row.origin,
     unidentifiedReason: row.unidentified_reason,
     lastReplayStatus: row.last_replay_status,
     settledBy: row.settled_by,
     settleReason: row.settle_reason,
   };
+}
+
+/**
+ * `bytes` as text when they are UTF-8, else null. A `cut` prefix may end inside a character: up to three
+ * bytes of an incomplete last sequence are left out (the rest must decode). Pure.
+ */
+export function utf8Text(bytes: Buffer, cut: boolean): string | null {
+  const decoder = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true });
+  for (let drop = 0; drop <= (cut ? 3 : 0); drop++) {
+    try {
+      return decoder.decode(bytes.subarray(0, bytes.length - drop));
+    } catch {
+      /* try one byte less */
+    }
+  }
+  return null;
 }

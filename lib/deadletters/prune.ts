@@ -1,7 +1,9 @@
 /**
  * Dead-letter retention: deletes settled (delivered, discarded, resolved) dead letters, with their replay
  * attempts (ON DELETE CASCADE), whose settlement is older than their
- * source's dead-letter retention (or KEYWARD_DEAD_LETTER_RETENTION_DAYS for a source without one).
+ * source's dead-letter retention (or KEYWARD_DEAD_LETTER_RETENTION_DAYS for a source without one); and
+ * the chunks of large payloads whose request failed before its letter was stored (payload-store.ts), an
+ * hour on.
  * Pending and replaying letters are never pruned: they are still work to do.
  *
  * When it runs: after each pruning run of the server's schedule (lib/retention/schedule.ts), and on demand
@@ -10,8 +12,9 @@
  * `maxBatches`. Replay results (replay_items) keep their rows: they do not reference the letter.
  */
 import "server-only";
-import { loadEnv } from "../config/env";
-import { execute } from "../db/sql";
+import { loadEnv } from "@/lib/config/env";
+import { execute } from "@/lib/db/sql";
+import { pruneAbandonedUploads } from "./payload-store";
 
 const PRUNE_SQL = `
 DELETE FROM dead_letters
@@ -34,5 +37,6 @@ export async function pruneSettledDeadLetters(o: { batchSize?: number; maxBatche
     deleted += n;
     if (n < batchSize) break;
   }
+  await pruneAbandonedUploads();
   return { deleted, batches };
 }

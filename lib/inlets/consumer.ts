@@ -1,23 +1,26 @@
 /**
- * The consumer of one RabbitMQ inlet: one connection and one channel, at most `prefetch` messages held
- * unacknowledged, each message stored as a dead letter (message.ts → lib/deadletters/intake.ts) and
- * acknowledged only after that statement committed. So nothing is lost when the process dies: an
- * unacknowledged message goes back to the queue and is delivered again, and its identity (originKey,
- * unique per source) makes the second storage a no-op, so it is acknowledged then without a second letter.
+ * The consumer of one inlet, whatever its kind (kinds/: RabbitMQ, BullMQ, NATS JetStream): one connection
+ * at a time (a "link"), at most `prefetch` messages held unacknowledged, each message stored as a dead
+ * letter (lib/deadletters/intake.ts) and acknowledged, in the kind's own way, only after that statement
+ * committed. So nothing is lost when the process dies: an unacknowledged message is delivered again, and
+ * its identity (originKey, unique per source) makes the second storage a no-op, so it is acknowledged
+ * then without a second letter.
  *
  * Messages that arrive together are stored together (one statement per batch, up to `prefetch`). When the
  * database is down, the batch is retried with backoff while the messages stay unacknowledged (the prefetch
- * bound stops further deliveries). A lost connection or channel (broker restart, queue deleted, bad
- * credentials) is reconnected with exponential backoff and jitter (1 s … 30 s); the state and the last
- * error are reported on the inlet. Every `reportMs` the queue's depth (checkQueue's messageCount) and the
- * age of the last stored message are reported (the Overview's and GET /metrics' inlet lag).
+ * bound stops further deliveries). A lost connection (broker restart, queue deleted, bad credentials) is
+ * reconnected with exponential backoff and jitter (0.5 s … 30 s); the state and the last error are
+ * reported on the inlet. The connection's periodic work runs in a jobs registry of its own (lib/jobs): the
+ * lag report every `reportMs` (the messages waiting, and the age of the last stored message: the
+ * Overview's and GET /metrics' inlet lag) and, for BullMQ, the pass over the failed set.
  */
-import type { Channel, ChannelModel, ConsumeMessage } from "amqplib";
-import { connectAmqp, describeAmqpError } from "../amqp/connect";
-import { recordInletLetters } from "../deadletters/intake";
+import { loadEnv } from "@/lib/config/env";
+import { recordInletLetters } from "@/lib/deadletters/intake";
+import { startJobs, type Jobs } from "@/lib/jobs/registry";
 import { reportInlet, type InletConfig, type InletReport } from "./inlets";
-import { letterFromMessage } from "./message";
-import { parseEventIdFrom, type EventIdFrom } from "./schema";
+import { inletKind } from "./kinds";
+import type { Delivery, InletLink } from "./kinds/link";
+import { parseEventIdFrom } from "./schema";
 
 export const INLET_ACTOR_PREFIX = "inlet:";
 const BACKOFF_MIN_MS = 1000;
@@ -30,21 +33,19 @@ export function reconnectDelayMs(attempt: number, random: () => number = Math.ra
 }
 
 export type InletConsumerOptions = {
-  /** How often the queue depth and the consumption figures are reported (ms). */
+  /** How often the lag is reported and periodic work (BullMQ's pass) runs (ms). */
   reportMs: number;
   log: (msg: string) => void;
 };
 
+type Pending = { delivery: Delivery; done: () => void };
+
 type Session = {
-  conn: ChannelModel;
-  channel: Channel;
-  consumerTag?: string;
-  pending: ConsumeMessage[];
+  link: InletLink | null;
+  pending: Pending[];
   draining: Promise<void> | null;
   closed: boolean;
-  /** Resolves when the connection or channel closes (or the consumer was cancelled by the broker). */
-  ended: Promise<void>;
-  end: () => void;
+  jobs: Jobs | null;
 };
 
 export class InletConsumer {
@@ -52,8 +53,6 @@ export class InletConsumer {
   private session: Session | null = null;
   private running: Promise<void> | null = null;
   private wake: (() => void) | null = null;
-  /** Ends the current connection's life (consume() then closes it). */
-  private endCurrent: (() => void) | null = null;
   private fresh = { consumed: 0, lastAt: undefined as Date | undefined, lastAge: undefined as number | undefined };
   private readonly actor: string;
 
@@ -73,13 +72,16 @@ export class InletConsumer {
     this.stopping = true;
     this.wake?.();
     const s = this.session;
-    if (s && !s.closed) {
-      if (s.consumerTag) await s.channel.cancel(s.consumerTag).catch(() => {});
+    if (s?.link && !s.closed) {
+      await s.link.stop();
       await s.draining;
+      await s.link.close();
     }
-    // Also when stop() comes while connecting: consume() sees `stopping` or an ended life, and closes.
-    this.endCurrent?.();
     await this.running;
+  }
+
+  private describe(): string {
+    return `inlet ${this.config.id} (${this.config.source} ← ${this.config.kind} ${this.config.queue})`;
   }
 
   private async run(): Promise<void> {
@@ -91,7 +93,7 @@ export class InletConsumer {
       } catch (err) {
         const reason = err instanceof Error ? err.message : String(err);
         if (!this.stopping) {
-          this.options.log(`inlet ${this.config.id} (${this.config.source} ← ${this.config.queue}): ${reason}; reconnecting`);
+          this.options.log(`${this.describe()}: ${reason}; reconnecting`);
           await this.report({ state: "error", error: reason });
         }
       }
@@ -116,76 +118,63 @@ export class InletConsumer {
 
   /** One connection's life: resolves or throws when it ends. */
   private async consume(): Promise<void> {
-    const { url, queue, prefetch } = this.config;
-    if (url === null) throw new Error("the AMQP URL cannot be decrypted (the auth secret changed?): remove the inlet and add it again");
-    const parsed = parseEventIdFrom(this.config.eventIdFrom);
+    const { url } = this.config;
+    if (url === null) throw new Error(`the ${this.config.kind} URL cannot be decrypted (the auth secret changed?): remove the inlet and add it again`);
+    const parsed = parseEventIdFrom(this.config.eventIdFrom, this.config.kind);
     if (!parsed.ok) throw new Error(`event id from: ${parsed.error}`);
-    let end!: () => void;
-    const ended = new Promise<void>((resolve) => (end = resolve));
-    this.endCurrent = end;
-    const conn = await connectAmqp(url, { name: `keyward inlet ${this.config.id}` });
-    if (this.stopping) {
-      await conn.close().catch(() => {});
-      return;
-    }
-    let closeReason: string | null = null;
-    conn.on("close", (err?: Error) => {
-      if (err) closeReason = describeAmqpError(err, url);
-      end();
-    });
-    let s: Session | null = null;
+    const s: Session = { link: null, pending: [], draining: null, closed: false, jobs: null };
+    this.session = s;
+    let link: InletLink | null = null;
     try {
-      const channel = await conn.createChannel();
-      channel.on("error", (err: Error) => (closeReason = describeAmqpError(err, url)));
-      channel.on("close", () => end());
-      s = { conn, channel, pending: [], draining: null, closed: false, ended, end };
-      this.session = s;
-      await channel.prefetch(prefetch);
-      const depth = await channel.checkQueue(queue).catch((err: Error) => {
-        throw new Error(/404|NOT.FOUND/.test(err.message) ? `queue "${queue}" not found` : describeAmqpError(err, url));
+      link = await inletKind(this.config.kind).connect({
+        config: { ...this.config, url },
+        from: parsed.value,
+        maxPayloadBytes: loadEnv().KEYWARD_MAX_PAYLOAD_BYTES,
+        pollMs: this.options.reportMs,
+        log: this.options.log,
+        deliver: (batch) => this.accept(s, batch),
       });
-      const session = s;
-      const { consumerTag } = await channel.consume(
-        queue,
-        (msg) => {
-          if (msg === null) {
-            closeReason = `the broker cancelled the consumer (queue "${queue}" deleted?)`;
-            return end();
-          }
-          session.pending.push(msg);
-          session.draining ??= this.drain(session, parsed.value).finally(() => (session.draining = null));
-        },
-        { noAck: false },
+      s.link = link;
+      if (this.stopping) return;
+      if (s.pending.length) s.draining ??= this.drain(s).finally(() => (s.draining = null));
+      this.options.log(`${this.describe()}: consuming (prefetch ${this.config.prefetch})`);
+      await this.report({ state: "consuming", error: null, lagMessages: (await link.lag().catch(() => null)) ?? undefined });
+      s.jobs = startJobs([{ name: "lag report", everyMs: this.options.reportMs, run: () => this.reportLag(s) }, ...link.jobs], (m) =>
+        this.options.log(`${this.describe()}: ${m}`),
       );
-      s.consumerTag = consumerTag;
-      this.options.log(`inlet ${this.config.id}: consuming ${queue} for ${this.config.source} (prefetch ${prefetch})`);
-      await this.report({ state: "consuming", error: null, lagMessages: depth.messageCount });
-      const timer = setInterval(() => void this.reportLag(session), this.options.reportMs);
-      timer.unref();
-      try {
-        await ended;
-      } finally {
-        clearInterval(timer);
-      }
-      if (!this.stopping) throw new Error(closeReason ?? "connection closed");
+      const reason = await link.ended;
+      if (!this.stopping) throw new Error(reason ?? "connection closed");
     } finally {
-      if (s) {
-        s.closed = true;
-        // Unacknowledged messages return to the queue when the connection closes.
-        await s.draining?.catch(() => {});
-      }
+      s.closed = true;
+      await s.jobs?.stop();
+      // What was delivered and not acknowledged goes back to the broker with the connection.
+      await s.draining?.catch(() => {});
+      for (const p of s.pending.splice(0)) p.done();
       this.session = null;
-      await conn.close().catch(() => {});
+      await link?.close().catch(() => {});
       if (this.stopping) await this.flushReport("consuming").catch(() => {});
     }
   }
 
+  /** A link's deliveries: queued for the drain; resolves once they are acknowledged or given up. */
+  private accept(s: Session, batch: Delivery[]): Promise<void> {
+    if (batch.length === 0 || s.closed) return Promise.resolve();
+    return new Promise<void>((resolve) => {
+      let left = batch.length;
+      const done = () => {
+        if (--left === 0) resolve();
+      };
+      for (const delivery of batch) s.pending.push({ delivery, done });
+      if (s.link) s.draining ??= this.drain(s).finally(() => (s.draining = null));
+    });
+  }
+
   /** Stores what is pending, batch by batch, acknowledging each batch once it committed. */
-  private async drain(s: Session, from: EventIdFrom): Promise<void> {
+  private async drain(s: Session): Promise<void> {
     let failures = 0;
-    while (s.pending.length && !s.closed) {
+    while (s.pending.length && !s.closed && s.link) {
       const batch = s.pending.slice(0, this.config.prefetch);
-      const letters = batch.map((m) => letterFromMessage(m, this.config, from));
+      const letters = batch.map((p) => p.delivery.letter);
       try {
         const ids = await recordInletLetters(letters, this.actor);
         failures = 0;
@@ -198,17 +187,19 @@ export class InletConsumer {
           const died = letters[i].failedAt ? Date.parse(letters[i].failedAt!) : NaN;
           this.fresh.lastAge = Number.isNaN(died) ? 0 : Math.max(0, (now.getTime() - died) / 1000);
         }
-        if (s.closed) return; // the channel is gone: the broker redelivers, and the repeat is skipped
         try {
-          for (const m of batch) s.channel.ack(m);
+          // The connection may be gone: then the broker delivers them again, and the repeat is skipped.
+          if (!s.closed) await s.link.ack(batch.map((p) => p.delivery));
         } catch {
-          return; // closed meanwhile: same as above
+          /* the link's end is reported by consume() */
+        } finally {
+          for (const p of batch) p.done();
         }
       } catch (err) {
         if (this.stopping || s.closed) return; // leave them unacknowledged: they are delivered again
         failures++;
         const reason = `storing ${batch.length} message(s) failed: ${(err as Error).message}`;
-        this.options.log(`inlet ${this.config.id}: ${reason} (retrying)`);
+        this.options.log(`${this.describe()}: ${reason} (retrying)`);
         await this.report({ state: "error", error: reason }).catch(() => {});
         await this.sleep(reconnectDelayMs(failures));
       }
@@ -216,13 +207,14 @@ export class InletConsumer {
   }
 
   private async reportLag(s: Session): Promise<void> {
-    if (s.closed) return;
+    if (s.closed || !s.link) return;
+    let lag: number | null;
     try {
-      const { messageCount } = await s.channel.checkQueue(this.config.queue);
-      await this.flushReport("consuming", messageCount);
+      lag = await s.link.lag();
     } catch {
-      /* the session's close handler reports what went wrong */
+      return; // the link's end reports what went wrong
     }
+    await this.flushReport("consuming", lag ?? undefined);
   }
 
   private async flushReport(state: InletReport["state"], lagMessages?: number): Promise<void> {

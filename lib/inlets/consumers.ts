@@ -1,13 +1,16 @@
 /**
- * The inlet consumers of one process: a job inside `keyward start` (KEYWARD_INLET_CONSUMER=on, the
- * default) that reads the inlets table every KEYWARD_INLET_POLL_MS (5 s), starts a consumer
- * (consumer.ts) for each inlet added, and stops the consumer of each inlet removed. Its work is bounded
- * by the inlets' prefetch: at most `prefetch` messages per inlet are held at a time.
+ * The inlet consumers of one process: a job of the jobs registry (lib/jobs) inside `keyward start`
+ * (KEYWARD_INLET_CONSUMER=on, the default) that reads the inlets table every KEYWARD_INLET_POLL_MS (5 s),
+ * starts a consumer (consumer.ts) for each inlet added, and stops the consumer of each inlet removed or
+ * changed. Its work is bounded by the inlets' prefetch: at most `prefetch` messages per inlet are held at
+ * a time; each consumer's own periodic work (lag reports, BullMQ's passes) runs in a registry of its own.
  *
- * Several servers may run it on one database: RabbitMQ spreads a queue's messages over their consumers,
- * and a message is stored once whichever server stores it (the letters' identity is unique).
+ * Several servers may run it on one database: RabbitMQ and JetStream spread a queue's messages over their
+ * consumers, BullMQ's failed jobs are read by each, and a message is stored once whichever server stores
+ * it (the letters' identity is unique).
  */
-import { loadEnv } from "../config/env";
+import { loadEnv } from "@/lib/config/env";
+import { startJobs, type Job } from "@/lib/jobs/registry";
 import { InletConsumer } from "./consumer";
 import { loadInletConfigs, type InletConfig } from "./inlets";
 
@@ -27,14 +30,20 @@ export type InletConsumers = {
   stop(): Promise<void>;
 };
 
-const fingerprint = (c: InletConfig) => JSON.stringify([c.url, c.queue, c.eventIdFrom, c.prefetch]);
+const JOB = "inlet consumers";
 
-export function startInletConsumers(options: InletConsumersOptions = {}): InletConsumers {
+const fingerprint = (c: InletConfig) => JSON.stringify([c.kind, c.url, c.queue, c.settings, c.eventIdFrom, c.prefetch]);
+
+/**
+ * The inlet supervisor as a job of the registry: a pass reads the inlets table (at once when the registry
+ * starts, then every pollMs after each read ended) and starts or stops consumers to match; the
+ * registry's stop stops every consumer (each stores and acknowledges the batch in hand).
+ */
+export function inletConsumersJob(options: InletConsumersOptions = {}): Job & Omit<InletConsumers, "stop"> {
   const pollMs = options.pollMs ?? loadEnv().KEYWARD_INLET_POLL_MS;
   const log = options.log ?? ((m: string) => console.error(`[keyward] ${m}`));
   const consumers = new Map<string, { consumer: InletConsumer; print: string }>();
   let stopped = false;
-  let timer: NodeJS.Timeout | undefined;
   let refreshing: Promise<void> | null = null;
 
   async function sync(): Promise<void> {
@@ -52,7 +61,7 @@ export function startInletConsumers(options: InletConsumersOptions = {}): InletC
     }
     await Promise.all(stopping);
     for (const c of configs) {
-      if (consumers.has(c.id)) continue;
+      if (consumers.has(c.id) || stopped) continue;
       const consumer = new InletConsumer(c, { reportMs: pollMs, log });
       consumers.set(c.id, { consumer, print: fingerprint(c) });
       consumer.start();
@@ -60,26 +69,15 @@ export function startInletConsumers(options: InletConsumersOptions = {}): InletC
   }
 
   const refresh = () => (refreshing ??= sync().finally(() => (refreshing = null)));
-
-  const arm = () => {
-    if (stopped) return;
-    timer = setTimeout(() => {
-      void refresh()
-        .catch((err: unknown) => log(`inlets: ${(err as Error).message} (will retry)`))
-        .finally(arm);
-    }, pollMs);
-    timer.unref();
-  };
-  void refresh()
-    .catch((err: unknown) => log(`inlets: ${(err as Error).message} (will retry)`))
-    .finally(arm);
-
   return {
+    name: JOB,
+    everyMs: pollMs,
+    runAtStart: true,
+    run: () => refresh(),
     refresh,
     running: () => [...consumers.keys()],
     async stop() {
       stopped = true;
-      clearTimeout(timer);
       await refreshing?.catch(() => {});
       await Promise.all([...consumers.values()].map((c) => c.consumer.stop()));
       consumers.clear();
@@ -87,9 +85,16 @@ export function startInletConsumers(options: InletConsumersOptions = {}): InletC
   };
 }
 
-/** The server's consumers (lib/server/start.ts): off with KEYWARD_INLET_CONSUMER=off (tests set that). */
-export function scheduleInletConsumers(log: (msg: string) => void): () => Promise<void> {
-  if (loadEnv().KEYWARD_INLET_CONSUMER === "off") return async () => {};
-  const consumers = startInletConsumers({ log });
-  return () => consumers.stop();
+/** The supervisor in a registry of its own (tests, and a process that consumes and does nothing else). */
+export function startInletConsumers(options: InletConsumersOptions = {}): InletConsumers {
+  const job = inletConsumersJob(options);
+  const log = options.log ?? ((m: string) => console.error(`[keyward] ${m}`));
+  const jobs = startJobs([job], (m) => log(`inlets: ${m}`));
+  return { refresh: job.refresh, running: job.running, stop: () => jobs.stop() };
+}
+
+/** The server's supervisor (lib/server/start.ts): none with KEYWARD_INLET_CONSUMER=off (tests set that). */
+export function inletConsumerJobs(log: (msg: string) => void): Job[] {
+  if (loadEnv().KEYWARD_INLET_CONSUMER === "off") return [];
+  return [inletConsumersJob({ log })];
 }

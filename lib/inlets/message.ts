@@ -16,9 +16,10 @@
  *   once. Two messages identical in all of these, dying in the same second, count as one.
  */
 import { createHash } from "node:crypto";
-import { eventId as eventIdSchema, eventType as eventTypeSchema } from "../claims/schema";
-import { mediaType, MAX_ERROR_CHARS } from "../deadletters/schema";
-import { storableRepresentation, unstorableReason } from "../http/fields";
+import { eventId as eventIdSchema, eventType as eventTypeSchema } from "@/lib/claims/schema";
+import { mediaType, MAX_ERROR_CHARS } from "@/lib/deadletters/schema";
+import { storableRepresentation, unstorableReason } from "@/lib/http/fields";
+import { identifierOf, readJsonPath } from "@/lib/deadletters/json-path";
 import type { EventIdFrom } from "./schema";
 
 export const OCTET_STREAM = "application/octet-stream";
@@ -117,22 +118,10 @@ function locate(msg: InletMessage, from: EventIdFrom): Found {
     }
     return { ok: false, reason: `${where} is ${Array.isArray(v) ? "an array" : typeof v}, not a string` };
   }
-  let doc: unknown;
-  try {
-    doc = JSON.parse(new TextDecoder("utf-8", { fatal: true }).decode(msg.content));
-  } catch {
-    return { ok: false, reason: `the body is not JSON, so ${where} cannot be read` };
-  }
-  let node: unknown = doc;
-  for (const key of from.path) {
-    if (Array.isArray(node) && /^\d+$/.test(key)) node = node[Number(key)];
-    else if (typeof node === "object" && node !== null && !Array.isArray(node) && Object.hasOwn(node, key)) node = (node as Record<string, unknown>)[key];
-    else return { ok: false, reason: `the JSON body has no ${from.path.join(".")}` };
-  }
-  if (typeof node === "string") return { ok: true, eventId: node };
-  if (typeof node === "number" && Number.isSafeInteger(node)) return { ok: true, eventId: String(node) };
-  if (typeof node === "number") return { ok: false, reason: `${where} is a number that is not an exact integer below 2^53: send the id as a string` };
-  return { ok: false, reason: `${where} is ${node === null ? "null" : Array.isArray(node) ? "an array" : typeof node}, not a string` };
+  const found = readJsonPath(msg.content, from.path);
+  if (!found.ok) return { ok: false, reason: found.reason === "not_json" ? `the body is not JSON, so ${where} cannot be read` : `the JSON body has no ${from.path.join(".")}` };
+  const id = identifierOf(found.value, where);
+  return id.ok ? { ok: true, eventId: id.id } : { ok: false, reason: id.reason };
 }
 
 /** A message as the dead-letter intake stores it (lib/deadletters/intake.ts recordInletLetters). */
@@ -152,13 +141,26 @@ export type InletLetter = {
   originKey: string;
   /** Why the event id could not be read: the letter is stored `unidentified`. Null when it was. */
   unidentifiedReason: string | null;
+  /** Where a BullMQ or NATS message came from (kinds/), kept for its page and its replay. */
+  origin?: Record<string, unknown> | null;
 };
 
-/** The dead letter a message becomes (see the header). Pure. */
-export function letterFromMessage(msg: InletMessage, inlet: { id: string; source: string; queue: string }, from: EventIdFrom): InletLetter {
+/**
+ * The dead letter a message becomes (see the header). A body over `maxPayloadBytes` (KEYWARD_MAX_PAYLOAD_BYTES)
+ * is not stored: the letter is kept, empty and `unidentified`, with the reason, so the queue moves on. Pure.
+ */
+export function letterFromMessage(
+  msg: InletMessage,
+  inlet: { id: string; source: string; queue: string },
+  from: EventIdFrom,
+  maxPayloadBytes = Infinity,
+): InletLetter {
+  const oversize = msg.content.length > maxPayloadBytes;
   const deaths = parseXDeath(msg.properties.headers);
   const death = deaths[0];
-  const found = extractEventId(msg, from);
+  const found: Found = oversize
+    ? { ok: false, reason: `the body is ${msg.content.length} bytes, over KEYWARD_MAX_PAYLOAD_BYTES (${maxPayloadBytes}): it was not stored` }
+    : extractEventId(msg, from);
   const props = msg.properties;
   const originKey = createHash("sha256")
     .update(
@@ -190,7 +192,7 @@ export function letterFromMessage(msg: InletMessage, inlet: { id: string; source
     inletId: inlet.id,
     eventId: found.ok ? found.eventId : `unidentified:${originKey.slice(0, 32)}`,
     eventType,
-    payload: msg.content,
+    payload: oversize ? Buffer.alloc(0) : msg.content,
     contentType,
     error: error.length > MAX_ERROR_CHARS ? `${error.slice(0, MAX_ERROR_CHARS - 1)}…` : error,
     attempts: Math.min(death?.count ?? 0, 1_000_000),

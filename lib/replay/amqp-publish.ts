@@ -27,12 +27,13 @@
  * A connection unused for CONNECTION_IDLE_MS is closed.
  */
 import "server-only";
+import { z } from "zod";
 import type { ChannelModel, ConfirmChannel } from "amqplib";
-import { query } from "../db/sql";
-import { connectAmqp, describeAmqpError } from "../amqp/connect";
-import { parseAmqpTarget } from "../amqp/url";
+import { query } from "@/lib/db/sql";
+import { connectAmqp, describeAmqpError } from "@/lib/amqp/connect";
+import { parseAmqpTarget } from "@/lib/amqp/url";
+import { brokerAnswer, DeliveryTimeout, type SendOne, type SendResult } from "./send";
 import { DEFAULT_TIMEOUT_MS, EVENT_ID_HEADER, encodeEventIdHeader, signWebhook, webhookIdFor, type DeliverInput, type DeliverResult } from "./deliver";
-import { DeliveryTimeout, type SendOne, type SendResult } from "./send";
 import { MAX_ERROR_LENGTH } from "./send-http";
 
 export const CONNECTION_IDLE_MS = 30_000;
@@ -155,11 +156,24 @@ export async function deliverAmqp(
               headers,
             },
             (err: unknown) => {
-              if (err) return resolve(fail(closedWith ? `the broker closed the channel: ${closedWith}` : "nacked by the broker", true));
-              if (returned) {
-                return resolve(fail(`unroutable: the broker returned it (${returned}) from exchange "${exchange}" with routing key "${routingKey}"`, true));
+              const where: [string, string][] = [["amqp-exchange", exchange], ["amqp-routing-key", routingKey], ["amqp-message-id", headers["webhook-id"]]];
+              if (err) {
+                const e = closedWith ? `the broker closed the channel: ${closedWith}` : "nacked by the broker";
+                return resolve({ ...fail(e, true), answer: { fields: [["amqp-confirm", "nack"], ...where], sentence: `basic.nack: ${e}` } });
               }
-              resolve({ ok: true, status: null, error: null, retryable: false });
+              if (returned) {
+                return resolve({
+                  ...fail(`unroutable: the broker returned it (${returned}) from exchange "${exchange}" with routing key "${routingKey}"`, true),
+                  answer: { fields: [["amqp-confirm", "ack"], ["amqp-return", returned], ...where], sentence: `basic.return ${returned}, then basic.ack: no queue took it` },
+                });
+              }
+              resolve({
+                ok: true,
+                status: null,
+                error: null,
+                retryable: false,
+                answer: { fields: [["amqp-confirm", "ack"], ...where], sentence: `basic.ack: the broker confirmed the publish to exchange "${exchange}" with routing key "${routingKey}"` },
+              });
             },
           );
         } catch (err) {
@@ -194,7 +208,8 @@ export function replayHeaders(input: Pick<DeliverInput, "id" | "body" | "secret"
  */
 export const sendAmqp: SendOne = async (item, destination, headers, body, signal): Promise<SendResult> => {
   const started = performance.now();
-  const [origin] = await query<{ origin_exchange: string | null; origin_routing_key: string | null }>(
+  const [origin] = await query(
+    z.object({ origin_exchange: z.string().nullable(), origin_routing_key: z.string().nullable() }),
     "SELECT origin_exchange, origin_routing_key FROM dead_letters WHERE id = $1::uuid",
     [item.deadLetterId],
   );
@@ -217,6 +232,6 @@ export const sendAmqp: SendOne = async (item, destination, headers, body, signal
     status: null,
     error: timedOut && result.error === "aborted" ? `no confirm from the broker within ${(signal.reason as DeliveryTimeout).ms} ms` : result.error,
     latencyMs: Math.round(performance.now() - started),
-    responseBody: null,
+    ...(result.answer ? brokerAnswer(result.answer.fields, result.answer.sentence) : { responseBody: null }),
   };
 };

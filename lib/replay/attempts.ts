@@ -3,17 +3,44 @@
  * for an item (settle-queue.ts writes them, a batch per statement).
  */
 import { MAX_ATTEMPTS } from "./backoff";
+import { SEND_MARGIN_SECONDS } from "./classify";
+import type { HeaderPair } from "./send";
 
-/** What to do with an item after one delivery attempt. Pure. */
+/** What to do with an item after one delivery attempt (`maxAttempts`: the replay's schedule's). Pure. */
 export function afterAttempt(
   result: { ok: boolean; retryable: boolean; error: string | null },
   attemptsBefore: number,
+  maxAttempts: number = MAX_ATTEMPTS,
 ): { outcome: "delivered" | "failed" | "retry"; countsAsAttempt: boolean } {
   if (result.ok) return { outcome: "delivered", countsAsAttempt: true };
   // A delivery aborted by our own stop was not an attempt the destination answered.
   if (result.error === "aborted") return { outcome: "retry", countsAsAttempt: false };
-  if (result.retryable && attemptsBefore + 1 < MAX_ATTEMPTS) return { outcome: "retry", countsAsAttempt: true };
+  if (result.retryable && attemptsBefore + 1 < maxAttempts) return { outcome: "retry", countsAsAttempt: true };
   return { outcome: "failed", countsAsAttempt: true };
+}
+
+/**
+ * When to retry a failed item, or why not: its next attempt comes `delayMs` after `now`, unless that is
+ * less than SEND_MARGIN_SECONDS before its dedup key expires (`keyExpiresAt`, as read for the send): a
+ * replay after the key is gone may process the event twice (the pre-send re-check would skip it then), so
+ * the item fails now, with the reason, and can be retried after an extend. A forced item (its key is
+ * already gone, sent on an operator's reason) and one without a key are not bounded. Pure.
+ */
+export function retryOrGiveUp(
+  delayMs: number,
+  now: Date,
+  keyExpiresAt: Date | null,
+  forced: boolean,
+): { retry: true; delayMs: number } | { retry: false; reason: string } {
+  if (forced || !keyExpiresAt || keyExpiresAt.getTime() <= now.getTime()) return { retry: true, delayMs };
+  const at = now.getTime() + delayMs;
+  if (at + SEND_MARGIN_SECONDS * 1000 < keyExpiresAt.getTime()) return { retry: true, delayMs };
+  return {
+    retry: false,
+    reason:
+      `not retried: the next attempt (at ${new Date(at).toISOString()}) would come less than ${SEND_MARGIN_SECONDS} s before its key ` +
+      `expires at ${keyExpiresAt.toISOString()}, and a replay after expiry is unsafe; extend the key and retry the failed items`,
+  };
 }
 
 /**
@@ -38,7 +65,15 @@ export type ItemResult = {
 };
 
 /** What one attempt leaves behind besides its status and error. */
-export type AttemptEvidence = { at: Date; destination: string; latencyMs: number; responseBody: string | null };
+export type AttemptEvidence = {
+  at: Date;
+  destination: string;
+  latencyMs: number;
+  responseBody: string | null;
+  /** The headers sent (secrets masked: evidence.ts) and the answer's (HTTP only), in order. */
+  requestHeaders: HeaderPair[];
+  responseHeaders: HeaderPair[] | null;
+};
 
 /** An item given back unsent (a stop, a pause, a cancel): pending again at once, nothing counted. */
 export const givenBack = (deadLetterId: string, forced: boolean): ItemResult => ({
@@ -66,19 +101,5 @@ export const notSent = (deadLetterId: string, outcome: "failed" | "skipped_unsaf
   evidence: null,
 });
 
-/** One attempt as the API answers it (GET /api/v1/dead-letters/{id}/attempts). */
-export type ReplayAttempt = {
-  id: string;
-  replayId: string;
-  /** 1-based, per replay. */
-  attempt: number;
-  at: string;
-  destination: string;
-  status: number | null;
-  latencyMs: number;
-  /** The first 2 KiB of the answer as text (UTF-8, invalid bytes as U+FFFD), null without an answer. */
-  responseBody: string | null;
-  error: string | null;
-  /** What the attempt led to. */
-  outcome: "delivered" | "retry" | "failed" | "cancelled";
-};
+/** One attempt as the API answers it: declared with its schema (./schema.ts). */
+export type { ReplayAttempt } from "./schema";

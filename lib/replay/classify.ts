@@ -14,9 +14,14 @@
  *   in_flight         claimed with a running lease: its handler is working on it now; wait.
  * A key is alive while expires_at > now (keyward_merge_claim reclaims at expires_at <= now); a lease runs
  * while lease_expires_at > now. A lapsed lease on a live key is classified by the key's expiry: the next
- * claim takes the lease over, exactly as for a sender's own retry.
+ * claim takes the lease over, exactly as for a sender's own retry. The key's state, "processed" and the
+ * category are decided by lib/keys/verdict.ts (decideKey, categoryOf), the one verdict every screen and
+ * API uses; this module words it and applies it to a batch and to the re-check before each send.
  */
+import { categoryOf, decideKey, type DecidingKind, type KeyVerdict } from "@/lib/keys/verdict";
 import type { Category } from "./schema";
+
+export { categoryOf, DECIDING_KINDS, PROCESSED_KINDS } from "@/lib/keys/verdict";
 
 export type ClassifyItem = { deadLetterId: string; eventId: string; eventType: string };
 
@@ -30,13 +35,23 @@ export type KeyFact = {
 /** The newest audit row of the event among the kinds that decide "processed", or none. */
 export type AuditFact = {
   eventId: string;
-  lastKind: "claimed" | "lease_takeover" | "reclaimed_after_expiry" | "completed" | "released";
+  lastKind: DecidingKind;
   lastAt: Date;
 };
 
-export const PROCESSED_KINDS = ["claimed", "lease_takeover", "reclaimed_after_expiry", "completed"] as const;
-/** The audit kinds the preflight reads (PROCESSED_KINDS and released). */
-export const DECIDING_KINDS = [...PROCESSED_KINDS, "released"] as const;
+/** The verdict (lib/keys/verdict.ts decideKey) on an event's key and audit fact. */
+export function verdictOf(key: KeyFact | undefined, fact: AuditFact | undefined, now: Date): KeyVerdict {
+  return decideKey(
+    {
+      expiresAt: key?.expiresAt ?? null,
+      status: key?.status ?? null,
+      leaseExpiresAt: key?.leaseExpiresAt ?? null,
+      lastKind: fact?.lastKind ?? null,
+      lastAt: fact?.lastAt ?? null,
+    },
+    now,
+  );
+}
 
 export type Classified = ClassifyItem & {
   category: Category;
@@ -47,11 +62,6 @@ export type Classified = ClassifyItem & {
 
 const iso = (d: Date) => d.toISOString();
 
-/** Whether the audit history says the event was processed, and when (the deciding row's time). */
-export function processedAt(fact: AuditFact | undefined): Date | null {
-  return fact && fact.lastKind !== "released" ? fact.lastAt : null;
-}
-
 /** Classifies one dead letter. */
 export function classifyOne(
   item: ClassifyItem,
@@ -60,35 +70,25 @@ export function classifyOne(
   now: Date,
   windowSeconds: number,
 ): Classified {
-  const processed = processedAt(fact);
-  const out = (category: Category, keyExpiresAt: Date | null, reason: string): Classified => ({
-    ...item,
-    category,
-    keyExpiresAt,
-    processedAt: processed,
-    reason,
-  });
-  const t = now.getTime();
-  if (key && key.expiresAt.getTime() > t) {
-    if (key.status === "processing" && key.leaseExpiresAt && key.leaseExpiresAt.getTime() > t) {
-      return out("in_flight", key.expiresAt, `A handler holds the claim until ${iso(key.leaseExpiresAt)}; wait for it to complete or release.`);
-    }
-    const lapsed = key.status === "processing" ? " Its lease lapsed without completion, so the replay's claim takes it over." : "";
-    if (key.expiresAt.getTime() > t + windowSeconds * 1000) {
-      return out("alive", key.expiresAt, `The key lives until ${iso(key.expiresAt)}, past the replay window: a duplicate is rejected by the claim.${lapsed}`);
-    }
-    return out("expiring", key.expiresAt, `The key expires at ${iso(key.expiresAt)}, before the replay window ends: extend it first.${lapsed}`);
-  }
+  const v = verdictOf(key, fact, now);
+  const category = categoryOf(v, now, windowSeconds);
+  const out = (reason: string): Classified => ({ ...item, category, keyExpiresAt: v.expiresAt, processedAt: v.processedAt, reason });
+  const lapsed = v.alive && key?.status === "processing" ? " Its lease lapsed without completion, so the replay's claim takes it over." : "";
   const gone = key ? `The key expired at ${iso(key.expiresAt)}` : "There is no key";
-  if (processed) {
-    return out(
-      "expired_processed",
-      key?.expiresAt ?? null,
-      `${gone}, and the event was processed (${fact!.lastKind} at ${iso(processed)}): replaying it processes it twice.`,
-    );
+  switch (category) {
+    case "in_flight":
+      return out(`A handler holds the claim until ${iso(v.leaseExpiresAt!)}; wait for it to complete or release.`);
+    case "alive":
+      return out(`The key lives until ${iso(v.expiresAt!)}, past the replay window: a duplicate is rejected by the claim.${lapsed}`);
+    case "expiring":
+      return out(`The key expires at ${iso(v.expiresAt!)}, before the replay window ends: extend it first.${lapsed}`);
+    case "expired_processed":
+      return out(`${gone}, and the event was processed (${v.lastKind} at ${iso(v.processedAt!)}): replaying it processes it twice.`);
+    default: {
+      const why = v.released ? `it was released at ${iso(fact!.lastAt)} after its claim` : "no one ever claimed it";
+      return out(`${gone} and ${why}: replaying it is safe.`);
+    }
   }
-  const why = fact?.lastKind === "released" ? `it was released at ${iso(fact.lastAt)} after its claim` : "no one ever claimed it";
-  return out("never_processed", key?.expiresAt ?? null, `${gone} and ${why}: replaying it is safe.`);
 }
 
 /** Classifies a batch of dead letters of one source (keys and facts matched by event id). */
@@ -130,19 +130,18 @@ export function recheckBeforeSend(
   now: Date,
   forced: { category: Category; forced: boolean },
 ): { safe: boolean; reason: string } {
-  const t = now.getTime();
-  if (key && key.expiresAt.getTime() > t + SEND_MARGIN_SECONDS * 1000) {
-    return { safe: true, reason: `key alive until ${iso(key.expiresAt)}` };
-  }
-  const processed = processedAt(fact);
-  if (!processed) return { safe: true, reason: "no live key, and the audit history has no processing of it" };
+  // The key must live SEND_MARGIN_SECONDS past now: judge it as of then.
+  const v = verdictOf(key, fact, new Date(now.getTime() + SEND_MARGIN_SECONDS * 1000));
+  if (v.alive) return { safe: true, reason: `key alive until ${iso(v.expiresAt!)}` };
+  if (!v.processedAt) return { safe: true, reason: "no live key, and the audit history has no processing of it" };
   if (forced.forced && forced.category === "expired_processed") {
-    return { safe: true, reason: `forced: processed at ${iso(processed)} and no live key; sent on the operator's reason` };
+    return { safe: true, reason: `forced: processed at ${iso(v.processedAt)} and no live key; sent on the operator's reason` };
   }
+  const t = now.getTime();
   const keyText = key
     ? key.expiresAt.getTime() > t
       ? `the key expires at ${iso(key.expiresAt)}, within ${SEND_MARGIN_SECONDS} s`
       : `the key expired at ${iso(key.expiresAt)}`
     : "the key is gone";
-  return { safe: false, reason: `unsafe now: ${keyText} and the event was processed (${fact!.lastKind} at ${iso(processed)})` };
+  return { safe: false, reason: `unsafe now: ${keyText} and the event was processed (${v.lastKind} at ${iso(v.processedAt)})` };
 }

@@ -105,7 +105,14 @@ export type DeliverInput = {
   signal?: AbortSignal;
 };
 
-export type DeliverResult = { ok: boolean; status: number | null; error: string | null; retryable: boolean };
+export type DeliverResult = {
+  ok: boolean;
+  status: number | null;
+  error: string | null;
+  retryable: boolean;
+  /** What a broker answered (deliverAmqp: the confirm, a return), as the attempt's evidence; HTTP keeps its own. */
+  answer?: { fields: [string, string | number | boolean | null | undefined][]; sentence: string };
+};
 
 /** One signed POST of `body` to `url` (send-http.ts classifies the outcome); never throws, never follows a redirect. */
 export async function deliverOnce(input: DeliverInput): Promise<DeliverResult> {

@@ -18,14 +18,15 @@
  * the replays' leases back.
  */
 import "server-only";
+import { z } from "zod";
 import { setMaxListeners } from "node:events";
 import os from "node:os";
 import { randomBytes } from "node:crypto";
-import { loadEnv } from "../config/env";
-import { startJobs } from "../jobs/registry";
-import { query } from "../db/sql";
+import { loadEnv } from "@/lib/config/env";
+import { startJobs } from "@/lib/jobs/registry";
+import { execute, query } from "@/lib/db/sql";
 import { driveReplay } from "./drive";
-import { WORKER_ACTOR, type ReplayRow } from "./feed";
+import { ReplayRow, WORKER_ACTOR } from "./feed";
 import { CANCEL_ITEMS_SQL } from "./replays";
 import { onReplayWake } from "./wake";
 import { CANCELLED_LEFTOVERS_SQL, TAKE_REPLAYS_SQL } from "./worker-sql";
@@ -68,10 +69,10 @@ export function startReplayWorker(options: WorkerOptions = {}): ReplayWorker {
   const drive = { workerId, leaseSeconds, timeoutMs, pollMs, signal: abort.signal, log, recheckMaxAgeMs: options.recheckMaxAgeMs };
 
   async function tick(): Promise<void> {
-    for (const c of await query<{ id: string }>(CANCELLED_LEFTOVERS_SQL)) await query(`${CANCEL_ITEMS_SQL} SELECT 1`, [c.id, WORKER_ACTOR]);
+    for (const c of await query(z.object({ id: z.string() }), CANCELLED_LEFTOVERS_SQL)) await execute(`${CANCEL_ITEMS_SQL} SELECT 1`, [c.id, WORKER_ACTOR]);
     const room = MAX_REPLAYS_PER_WORKER - drivers.size;
     if (room <= 0 || abort.signal.aborted) return;
-    const taken = await query<ReplayRow>(TAKE_REPLAYS_SQL, [workerId, leaseSeconds, [...drivers.keys()], room, options.sources?.() ?? null]);
+    const taken = await query(ReplayRow, TAKE_REPLAYS_SQL, [workerId, leaseSeconds, [...drivers.keys()], room, options.sources?.() ?? null]);
     for (const r of taken) {
       const d = driveReplay(r, drive)
         .catch((err: unknown) => log(`replay ${r.id}: ${(err as Error).message} (will retry)`))

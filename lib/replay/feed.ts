@@ -7,16 +7,18 @@
  * the driver should end (completed, paused, cancelled, its lease lost, the worker stopping, a failure).
  */
 import "server-only";
+import { z } from "zod";
 import { setMaxListeners } from "node:events";
-import { execute, query } from "../db/sql";
-import { recordAction } from "../audit/actions";
-import { KeywardError } from "../errors";
-import { replayTarget } from "../sources/signing-secret";
-import { DECIDING_KINDS, type AuditFact, type KeyFact } from "./classify";
-import { readFacts } from "./facts";
+import { execute, query } from "@/lib/db/sql";
+import { recordAction } from "@/lib/audit/actions";
+import { KeywardError } from "@/lib/errors";
+import { replayTarget } from "@/lib/sources/signing-secret";
+import type { AuditFact, KeyFact } from "./classify";
+import { factsOfRow, readFacts } from "./facts";
+import type { KeyFactsRow } from "@/lib/keys/verdict";
 import type { Category } from "./schema";
 import type { SettleQueue } from "./settle-queue";
-import { COMPLETE_SQL, LEASE_BATCH_SQL, type LeaseRow } from "./worker-sql";
+import { COMPLETE_SQL, LEASE_BATCH_SQL, NEXT_DUE_SQL, LeaseRow } from "./worker-sql";
 
 export const BATCH_MAX = 100;
 /** The re-check's facts are read again when older than this at a send (far inside SEND_MARGIN_SECONDS). */
@@ -36,15 +38,27 @@ export function lowWater(ratePerSecond: number, concurrency: number): number {
   return Math.min(batchSize(ratePerSecond, concurrency) - 1, Math.max(concurrency, Math.ceil(ratePerSecond / 4)));
 }
 
-export type ReplayRow = {
-  id: string;
-  source: string;
-  rate_per_second: number;
-  concurrency: number;
-  forced: boolean;
-  created_by: string;
-  destination: string | null;
-};
+export const ReplayRow = z.object({
+  id: z.string(),
+  source: z.string(),
+  rate_per_second: z.number(),
+  concurrency: z.number(),
+  forced: z.boolean(),
+  created_by: z.string(),
+  destination: z.string().nullable(),
+  /** Its retry schedule (backoff.ts). */
+  retry_max_attempts: z.number(),
+  retry_initial_ms: z.number(),
+  retry_max_delay_ms: z.number(),
+});
+export type ReplayRow = z.output<typeof ReplayRow>;
+
+/**
+ * A driver whose replay has nothing due and nothing in flight waits for the next retry itself when it is
+ * due within this long; otherwise it gives the replay back (the executor takes it again once an item is
+ * due: TAKE_REPLAYS_SQL), so a retry an hour away holds no worker slot and costs no polling.
+ */
+export const IDLE_RELEASE_MS = 5000;
 
 export type DriveOptions = {
   workerId: string;
@@ -60,16 +74,19 @@ export type DriveOptions = {
 
 /**
  * Where and with what a batch is sent: `url` is the destination as shown (an AMQP password masked),
- * `amqpUrl` the full amqp(s) URL published to (decrypted; only for an AMQP destination).
+ * `brokerUrl` the full broker URL published to (decrypted; only for an amqp(s), bullmq(s) or nats destination).
  */
-export type Target = { url: string; amqpUrl?: string; secrets: string[] };
+export type Target = { url: string; brokerUrl?: string; secrets: string[] };
 export type Facts = { key?: KeyFact; fact?: AuditFact; now: Date; /** performance.now() when the read was sent */ at: number };
 export type Leased = {
   deadLetterId: string;
   eventId: string;
   category: Category;
   attempts: number;
+  /** The payload when it is at most 1 MiB; larger ones are read just before the send (drive.ts). */
   body: Buffer | null;
+  /** The payload's size; null: the dead letter no longer exists. */
+  payloadBytes: number | null;
   contentType: string;
   facts: Facts;
 };
@@ -86,15 +103,8 @@ export const sleep = (ms: number, signal: AbortSignal) =>
     signal.addEventListener("abort", done, { once: true });
   });
 
-function factsOf(row: { event_id: string; expires_at: Date | null; key_status: string | null; lease_expires_at: Date | null; last_kind: string | null; last_at: Date | null }, now: Date, at: number): Facts {
-  return {
-    key: row.expires_at && row.key_status
-      ? { eventId: row.event_id, expiresAt: row.expires_at, status: row.key_status as KeyFact["status"], leaseExpiresAt: row.lease_expires_at }
-      : undefined,
-    fact: row.last_kind && row.last_at ? { eventId: row.event_id, lastKind: row.last_kind as AuditFact["lastKind"], lastAt: row.last_at } : undefined,
-    now,
-    at,
-  };
+function factsOf(row: KeyFactsRow & { event_id: string }, now: Date, at: number): Facts {
+  return { ...factsOfRow(row.event_id, row), now, at };
 }
 
 /**
@@ -167,6 +177,14 @@ export class Feed {
     return this.queue.splice(0);
   }
 
+  /**
+   * Waits for a lease under way to come back (its error ignored: the driver is ending), so the items it
+   * leased are queued, and given back with the rest, rather than left in delivery until their lease lapses.
+   */
+  async quiesce(): Promise<void> {
+    await this.refilling?.catch(() => {});
+  }
+
   async next(): Promise<Leased | null> {
     for (;;) {
       if (this.stopped.aborted) return null;
@@ -234,8 +252,15 @@ export class Feed {
         if (await this.complete()) return this.stop();
       }
       // Retries waiting for their backoff, or deliveries still in flight whose results may bring more.
+      let waitMs = Math.min(this.o.pollMs, 1000);
+      if (this.inFlight === 0) {
+        const [next] = await query(z.object({ wait_ms: z.number().nullable() }), NEXT_DUE_SQL, [this.r.id]);
+        // Nothing due soon: give the replay back rather than wait (the executor takes it when one is due).
+        if (next?.wait_ms != null && next.wait_ms > IDLE_RELEASE_MS) return this.stop();
+        if (next?.wait_ms != null) waitMs = Math.max(10, Math.ceil(next.wait_ms));
+      }
       const woken = new Promise<void>((resolve) => (this.wake = resolve));
-      await Promise.race([woken, sleep(Math.min(this.o.pollMs, 1000), this.stopped)]);
+      await Promise.race([woken, sleep(waitMs, this.stopped)]);
       this.wake = null;
     }
   }
@@ -251,7 +276,7 @@ export class Feed {
     // queued first, so that a stop (a missing destination pauses the replay) gives them back.
     const [target, leased] = await Promise.allSettled([
       this.currentTarget(),
-      query<LeaseRow>(LEASE_BATCH_SQL, [this.r.id, this.size, this.o.leaseSeconds, this.o.workerId, this.r.source, [...DECIDING_KINDS]]),
+      query(LeaseRow, LEASE_BATCH_SQL, [this.r.id, this.size, this.o.leaseSeconds, this.o.workerId, this.r.source]),
     ]);
     if (target.status === "fulfilled" && target.value) this.target = target.value;
     if (leased.status === "rejected") throw leased.reason;
@@ -268,6 +293,7 @@ export class Feed {
         category: row.category as Category,
         attempts: row.attempts,
         body: row.body,
+        payloadBytes: row.payload_bytes,
         contentType: row.content_type ?? "application/json",
         facts: factsOf(row, row.now, at),
       });
@@ -286,7 +312,7 @@ export class Feed {
     try {
       const target = await replayTarget(r.source);
       if (target.url !== this.noted) {
-        await query("UPDATE replays SET destination = $2 WHERE id = $1", [r.id, target.url]);
+        await execute("UPDATE replays SET destination = $2 WHERE id = $1", [r.id, target.url]);
         this.noted = target.url;
       }
       return target;
@@ -311,7 +337,7 @@ export class Feed {
 
   /** Completes the replay when nothing is pending or delivering (recorded in the action log). */
   private async complete(): Promise<boolean> {
-    const done = await query<{ source: string; total: number; counts: Record<string, number> }>(COMPLETE_SQL, [this.r.id]);
+    const done = await query(z.object({ source: z.string(), total: z.number(), counts: z.record(z.string(), z.number()) }), COMPLETE_SQL, [this.r.id]);
     if (!done.length) return false;
     await recordAction(WORKER_ACTOR, {
       action: "replay.complete",

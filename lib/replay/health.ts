@@ -2,18 +2,21 @@
  * A replay's health, computed when it is read (GET /api/v1/replays, /replays/{id}, the Overview, the CLI)
  * from what the executor records with each batch of results. Pure.
  *
- *   stalled  running, and no item's result was recorded for stallAfterMs (since the last result, or since
- *            it started or was resumed): no worker drives it (none running, or one that died and whose
+ *   stalled  running, and no item's result was recorded for stallAfterMs (since the last result, since it
+ *            started or was resumed, or since its next retry came due; an item waiting for a retry
+ *            that is not due yet is no stall): no worker drives it (none running, or one that died and whose
  *            lease has not lapsed yet), the database does not answer, or deliveries hang.
  *   failing  running or paused, and the last FAILING_AFTER attempts or more all failed (since the last
  *            delivery or resume): the destination refuses or does not answer.
- *   ok       anything else (a finished replay is ok: its counts tell how it ended).
+ *   ok       running or paused, and neither of the above.
+ *   finished completed or cancelled: health no longer applies; its outcome (outcome.ts) tells how it
+ *            ended (a finished replay is never "ok" because its last attempts failed, nor because they did not).
  * stalled wins over failing: nothing moves at all.
  */
 import { backoffCeilingMs, MAX_ATTEMPTS } from "./backoff";
 import type { ReplayStatus } from "./schema";
 
-export const HEALTH_STATES = ["ok", "stalled", "failing"] as const;
+export const HEALTH_STATES = ["ok", "stalled", "failing", "finished"] as const;
 export type HealthState = (typeof HEALTH_STATES)[number];
 
 /** Consecutive failed attempts that make a replay `failing`. */
@@ -55,6 +58,8 @@ export type HealthInput = {
   consecutiveFailures: number;
   lastError: string | null;
   lastErrorAt: Date | null;
+  /** When its earliest item waiting for a retry (pending after a failed attempt) is next attempted (null or left out: none waits). */
+  nextAttemptAt?: Date | null;
 };
 
 const seconds = (ms: number) => `${Math.round(ms / 1000)} s`;
@@ -67,8 +72,12 @@ export function replayHealth(r: HealthInput, now: Date, timeoutMs: number): Repl
     lastError: r.lastError,
     lastErrorAt: r.lastErrorAt?.toISOString() ?? null,
   };
-  if (r.status === "running") {
-    const since = Math.max(r.runningSince.getTime(), r.lastSettledAt?.getTime() ?? 0);
+  if (r.status === "completed" || r.status === "cancelled") return { state: "finished", reason: null, ...base };
+  // Waiting for a retry that is not due yet (the schedule may wait an hour) is no stall: the clock runs
+  // from when it became due.
+  const due = r.nextAttemptAt?.getTime() ?? 0;
+  if (r.status === "running" && due <= now.getTime()) {
+    const since = Math.max(r.runningSince.getTime(), r.lastSettledAt?.getTime() ?? 0, due);
     const idle = now.getTime() - since;
     const limit = stallAfterMs(r.ratePerSecond, timeoutMs);
     if (idle > limit) {

@@ -6,15 +6,19 @@
  * never resurrects an expired key), records the action with counts, and re-classifies.
  */
 import "server-only";
-import { KeywardError } from "../errors";
-import { database, withTransaction, type Db } from "../db/transaction";
-import { recordAction } from "../audit/actions";
-import type { Principal } from "../auth/principal";
-import { actorOf } from "../auth/principal";
-import { getSource } from "../sources/sources";
-import { likePattern, UUID_RE } from "../deadletters/list";
-import { classifyReplayBatch, countCategories, SEND_MARGIN_SECONDS, type Classified } from "./classify";
+import { z } from "zod";
+import { query, execute, sqlParams } from "@/lib/db/sql";
+import { KeywardError } from "@/lib/errors";
+import { loadEnv } from "@/lib/config/env";
+import { database, withTransaction, type Db } from "@/lib/db/transaction";
+import { recordAction } from "@/lib/audit/actions";
+import type { Principal } from "@/lib/auth/principal";
+import { actorOf } from "@/lib/auth/principal";
+import { getSource } from "@/lib/sources/sources";
+import { likePattern } from "@/lib/deadletters/list";
+import { classifyReplayBatch, countCategories, SEND_MARGIN_SECONDS } from "./classify";
 import { readFacts } from "./facts";
+import { checkReadiness, isReady } from "./readiness";
 import {
   MAX_PREFLIGHT_ITEMS,
   PREFLIGHT_VALID_SECONDS,
@@ -24,36 +28,28 @@ import {
   type PreflightSelection,
 } from "./schema";
 
-type Selected = { id: string; event_id: string; event_type: string };
+const Selected = z.object({ id: z.string(), event_id: z.string(), event_type: z.string() });
+type Selected = z.output<typeof Selected>;
 
 /** Transactions of many rows: longer bounds than Prisma's defaults (2 s to get a connection, 5 s in all). */
 const TX = { timeout: 30_000, maxWait: 10_000 };
 
 async function selectPending(source: string, r: PreflightSelection, db: Db): Promise<Selected[]> {
-  const values: unknown[] = [source];
-  const p = (v: unknown) => `$${values.push(v)}`;
+  const { values, p } = sqlParams(source);
   const where = ["d.source = $1", "d.status = 'pending'"];
   if (r.deadLetterIds) where.push(`d.id = ANY(${p(r.deadLetterIds)}::uuid[])`);
   if (r.filter?.from) where.push(`d.failed_at >= ${p(r.filter.from)}::timestamptz`);
   if (r.filter?.to) where.push(`d.failed_at < ${p(r.filter.to)}::timestamptz`);
   if (r.filter?.errorContains) where.push(`d.error ILIKE ${p(likePattern(r.filter.errorContains))}`);
   // Raw SQL: ILIKE with an escaped pattern and uuid[] matching, on the (source, status, failed_at) index.
-  return db.query<Selected>(
+  return query(
+    Selected,
     `SELECT d.id, d.event_id, d.event_type FROM dead_letters d WHERE ${where.join(" AND ")}
      ORDER BY d.failed_at, d.id LIMIT ${p(MAX_PREFLIGHT_ITEMS + 1)}`,
     values,
+    db,
   );
 }
-
-const itemOf = (c: Classified): PreflightItem => ({
-  deadLetterId: c.deadLetterId,
-  eventId: c.eventId,
-  eventType: c.eventType,
-  category: c.category,
-  keyExpiresAt: c.keyExpiresAt?.toISOString() ?? null,
-  processedAt: c.processedAt?.toISOString() ?? null,
-  reason: c.reason,
-});
 
 /** Classifies and stores (`retryOf`: the finished replay whose failed items it retries); 404 for an unknown source. */
 export async function createPreflight(
@@ -96,12 +92,24 @@ export async function createPreflight(
     });
     return pf.id;
   }, { ...TX, db });
-  return getPreflight(id, db);
+  return getPreflight(id, actor, db);
+}
+
+/** The stored preflight with its readiness checks as `actor` sees them now (readiness.ts); 404 when unknown. */
+export async function getPreflight(id: string, actor: Principal, db: Db = database()): Promise<Preflight> {
+  const stored = await readPreflight(id, db);
+  const checks = await checkReadiness(stored.source, actor, db);
+  const env = loadEnv();
+  const retryDefault = {
+    maxAttempts: env.KEYWARD_REPLAY_RETRY_MAX_ATTEMPTS,
+    initialDelaySeconds: env.KEYWARD_REPLAY_RETRY_INITIAL_MS / 1000,
+    maxDelaySeconds: env.KEYWARD_REPLAY_RETRY_MAX_DELAY_MS / 1000,
+  };
+  return { ...stored, checks, ready: isReady(checks), retryDefault };
 }
 
 /** The stored preflight (items as classified at creation or at the last extend); 404 when unknown. */
-export async function getPreflight(id: string, db: Db = database()): Promise<Preflight> {
-  if (!UUID_RE.test(id)) throw KeywardError.notFound("preflight_not_found", `no preflight ${id}`);
+async function readPreflight(id: string, db: Db): Promise<Omit<Preflight, "checks" | "ready" | "retryDefault">> {
   const pf = await db.prisma.replayPreflight.findUnique({ where: { id } });
   if (!pf) throw KeywardError.notFound("preflight_not_found", `no preflight ${id}`);
   const items = await db.prisma.replayPreflightItem.findMany({ where: { preflightId: id }, orderBy: { seq: "asc" } });
@@ -160,42 +168,44 @@ WHERE p.preflight_id = $1::uuid AND p.dead_letter_id = u.dead_letter_id`;
  * (run again whole if a partitioned dedup_keys reports a serialization failure). 409 when stale.
  */
 export async function extendPreflight(id: string, actor: Principal, db: Db = database()): Promise<{ extended: number; preflight: Preflight }> {
-  const before = await getPreflight(id, db);
+  const before = await readPreflight(id, db);
   if (Date.parse(before.validUntil) <= Date.now()) throw staleError(id, new Date(before.validUntil));
   const targets = before.items.filter((i) => i.category === "alive" || i.category === "expiring");
   const extended = await withTransaction(
     async (tx) => {
       // Raw SQL: Prisma has no FOR UPDATE; staleness is judged by the database clock.
-      const [{ stale }] = await tx.query<{ stale: boolean }>(
+      const [{ stale }] = await query(
+        z.object({ stale: z.boolean() }),
         "SELECT valid_until <= now() AS stale FROM replay_preflights WHERE id = $1::uuid FOR UPDATE",
         [id],
+        tx,
       );
       if (stale) throw staleError(id, new Date(before.validUntil));
       // Partition mode probes only a source's reach (keys_reach_until): widen it with the extension.
       if (targets.length) {
-        await tx.execute("SELECT keyward_widen_source_reach($1, now() + make_interval(secs => $2::int))", [
+        await execute("SELECT keyward_widen_source_reach($1, now() + make_interval(secs => $2::int))", [
           before.source,
           before.windowSeconds + SEND_MARGIN_SECONDS,
-        ]);
+        ], tx);
       }
       const n = targets.length
-        ? await tx.execute(EXTEND_SQL, [before.source, [...new Set(targets.map((t) => t.eventId))], before.windowSeconds + SEND_MARGIN_SECONDS])
+        ? await execute(EXTEND_SQL, [before.source, [...new Set(targets.map((t) => t.eventId))], before.windowSeconds + SEND_MARGIN_SECONDS], tx)
         : 0;
       // Re-classify every item against the keys as they are now (inside this transaction).
       const facts = await readFacts(before.source, before.items.map((i) => i.eventId), tx);
       const again = classifyReplayBatch(before.items, facts.keys, facts.audit, facts.now, before.windowSeconds);
       if (again.length) {
-        await tx.execute(RECLASSIFY_SQL, [
+        await execute(RECLASSIFY_SQL, [
           id,
           again.map((c) => c.deadLetterId),
           again.map((c) => c.category),
           again.map((c) => c.keyExpiresAt?.toISOString() ?? null),
           again.map((c) => c.processedAt?.toISOString() ?? null),
           again.map((c) => c.reason),
-        ]);
+        ], tx);
       }
       // Raw SQL: extended by the database clock, the one valid_until is compared with.
-      await tx.execute("UPDATE replay_preflights SET extended_at = now() WHERE id = $1::uuid", [id]);
+      await execute("UPDATE replay_preflights SET extended_at = now() WHERE id = $1::uuid", [id], tx);
       await recordAction(
         actor,
         {
@@ -216,5 +226,5 @@ export async function extendPreflight(id: string, actor: Principal, db: Db = dat
     },
     { ...TX, retrySerialization: true, db },
   );
-  return { extended, preflight: await getPreflight(id, db) };
+  return { extended, preflight: await getPreflight(id, actor, db) };
 }

@@ -5,18 +5,18 @@
  * replay it retries (`retryOf`).
  */
 import "server-only";
-import { KeywardError } from "../errors";
-import { database, type Db } from "../db/transaction";
-import type { Principal } from "../auth/principal";
-import { UUID_RE } from "../deadletters/list";
+import { z } from "zod";
+import { query } from "@/lib/db/sql";
+import { KeywardError } from "@/lib/errors";
+import { database, type Db } from "@/lib/db/transaction";
+import type { Principal } from "@/lib/auth/principal";
 import { createPreflight } from "./preflight";
-import { MAX_PREFLIGHT_ITEMS, type Preflight, type ReplayStatus } from "./schema";
+import { MAX_PREFLIGHT_ITEMS, REPLAY_STATUSES, type Preflight } from "./schema";
 
 /** 404 unknown replay; 409 replay_not_finished (running or paused) or nothing_to_retry. */
 export async function retryFailed(replayId: string, actor: Principal, db: Db = database()): Promise<Preflight> {
   const notFound = () => KeywardError.notFound("replay_not_found", `no replay ${replayId}`);
-  if (!UUID_RE.test(replayId)) throw notFound();
-  const [replay] = await db.query<{ source: string; status: ReplayStatus }>("SELECT source, status FROM replays WHERE id = $1", [replayId]);
+  const [replay] = await query(z.object({ source: z.string(), status: z.enum(REPLAY_STATUSES) }), "SELECT source, status FROM replays WHERE id = $1", [replayId], db);
   if (!replay) throw notFound();
   if (replay.status !== "completed" && replay.status !== "cancelled") {
     throw KeywardError.conflict(
@@ -25,11 +25,13 @@ export async function retryFailed(replayId: string, actor: Principal, db: Db = d
     );
   }
   // Raw SQL: a join over the replay's items in their order.
-  const failed = await db.query<{ id: string }>(
+  const failed = await query(
+    z.object({ id: z.string() }),
     `SELECT i.dead_letter_id AS id FROM replay_items i JOIN dead_letters d ON d.id = i.dead_letter_id
      WHERE i.replay_id = $1 AND i.outcome IN ('failed', 'skipped_unsafe') AND d.status = 'pending'
      ORDER BY i.seq LIMIT ${MAX_PREFLIGHT_ITEMS}`,
     [replayId],
+    db,
   );
   if (failed.length === 0) {
     throw KeywardError.conflict(

@@ -10,6 +10,7 @@ import http from "node:http";
 import https from "node:https";
 import type { SendItem, SendOne, SendResult } from "./send";
 import { DeliveryTimeout } from "./send";
+import { maskHeaders, pairsOf } from "./evidence";
 
 /** Bytes of a response body read at most. */
 export const RESPONSE_BODY_CAP = 4096;
@@ -28,6 +29,7 @@ export function isRetryableStatus(status: number): boolean {
  * dropped (the bytes were cut at a cap), NUL as U+FFFD (PostgreSQL text and jsonb cannot hold it). Pure.
  */
 export function decodeExcerpt(bytes: Uint8Array): string {
+  // eslint-disable-next-line no-control-regex -- NUL is what this finds: PostgreSQL text cannot hold it
   return new TextDecoder("utf-8", { fatal: false, ignoreBOM: true }).decode(bytes, { stream: true }).replace(/\u0000/g, "\uFFFD");
 }
 
@@ -77,22 +79,23 @@ export const sendHttp: SendOne = async (_item: SendItem, destination, headers, b
   const status = res.statusCode ?? 0;
   const read = await readCapped(res, RESPONSE_BODY_CAP);
   const responseBody = decodeExcerpt(read.bytes.subarray(0, EVIDENCE_BODY_BYTES));
+  const responseHeaders = maskHeaders(pairsOf(res.rawHeaders));
   // A 2xx is delivered even when its body is cut short (by the timeout or our stop): the status said so.
-  if (status >= 200 && status <= 299) return result({ ok: true, retryable: false, status, error: null, responseBody });
+  if (status >= 200 && status <= 299) return result({ ok: true, retryable: false, status, error: null, responseBody, responseHeaders });
   if (read.failed && signal.aborted) return interrupted();
   const statusText = res.statusMessage ? ` ${res.statusMessage}` : "";
   if (status >= 300 && status <= 399) {
     const location = res.headers.location;
-    let where = "";
+    let where: string;
     try {
       where = location ? ` to ${new URL(location, url).href}` : "";
     } catch {
       where = ` to ${JSON.stringify(location)}`;
     }
-    return fail(status, `HTTP ${status}${statusText}: redirect${where} not followed; set the replay destination to the final URL`, false, responseBody);
+    return { ...fail(status, `HTTP ${status}${statusText}: redirect${where} not followed; set the replay destination to the final URL`, false, responseBody), responseHeaders };
   }
   const excerpt = decodeExcerpt(read.bytes).replace(/\s+/g, " ").trim();
-  return fail(status, `HTTP ${status}${statusText}${excerpt ? `: ${excerpt}` : ""}`, isRetryableStatus(status), responseBody);
+  return { ...fail(status, `HTTP ${status}${statusText}${excerpt ? `: ${excerpt}` : ""}`, isRetryableStatus(status), responseBody), responseHeaders };
 };
 
 /** One POST; resolves with the response once its head arrived (never follows a redirect); `signal` aborts it. */

@@ -4,7 +4,7 @@
  * calls the sender for the destination's scheme. A sender never throws; it classifies its own failures
  * (`retryable`), because what is worth another attempt depends on the transport.
  *
- * The AMQP sender's outcomes are listed in amqp-publish.ts.
+ * The broker senders' outcomes are listed in amqp-publish.ts, bullmq-publish.ts and nats-publish.ts.
  *
  * Outcome classification of the HTTP sender (send-http.ts; the executor retries only `retryable`
  * failures, up to MAX_ATTEMPTS):
@@ -21,6 +21,8 @@
  */
 import "server-only";
 import { sendAmqp } from "./amqp-publish";
+import { sendBullmq } from "./bullmq-publish";
+import { sendNats } from "./nats-publish";
 import { sendHttp } from "./send-http";
 
 /** What a sender knows of the item (for transports that carry ids of their own, e.g. a message id). */
@@ -34,7 +36,25 @@ export type SendResult = {
   error: string | null;
   latencyMs: number;
   responseBody: string | null;
+  /**
+   * The answer's headers as received, in order (masked where secret: evidence.ts). A broker has no HTTP
+   * answer: its senders put what it answered here instead (brokerAnswer: the AMQP publish confirm, the
+   * BullMQ job id, the JetStream ack's stream and sequence), with a sentence of it as `responseBody`.
+   */
+  responseHeaders?: HeaderPair[] | null;
 };
+
+/** A header as [name, value]. */
+export type HeaderPair = [string, string];
+
+/**
+ * What a broker answered a publish, as an attempt's evidence (the dead-letter page's "Received" headers
+ * and response): `fields` in order, values as text (null and undefined ones left out), and a sentence.
+ */
+export function brokerAnswer(fields: [string, string | number | boolean | null | undefined][], sentence: string): Pick<SendResult, "responseHeaders" | "responseBody"> {
+  const pairs = fields.filter(([, v]) => v !== null && v !== undefined).map(([k, v]): HeaderPair => [k, String(v)]);
+  return { responseHeaders: pairs.length > 0 ? pairs : null, responseBody: sentence };
+}
 
 /** The one "send one item" signature: swap the transport by the destination's scheme (senderFor). */
 export type SendOne = (
@@ -74,9 +94,13 @@ export function withTimeout(signal: AbortSignal | undefined, ms: number): { sign
 
 /**
  * The sender for a destination, by its URL scheme: amqp:// and amqps:// publish to RabbitMQ
- * (amqp-publish.ts sendAmqp; the destination is then the full URL, credentials included), anything else
- * goes to sendHttp, which refuses all but an http(s) URL (not retryable).
+ * (amqp-publish.ts sendAmqp), bullmq(s):// re-adds a BullMQ job (bullmq-publish.ts), nats:// publishes to
+ * JetStream (nats-publish.ts), the destination then being the full URL, credentials included; anything
+ * else goes to sendHttp, which refuses all but an http(s) URL (not retryable).
  */
 export function senderFor(destination: string): SendOne {
-  return /^amqps?:\/\//i.test(destination) ? sendAmqp : sendHttp;
+  if (/^amqps?:\/\//i.test(destination)) return sendAmqp;
+  if (/^bullmqs?:\/\//i.test(destination)) return sendBullmq;
+  if (/^nats:\/\//i.test(destination)) return sendNats;
+  return sendHttp;
 }

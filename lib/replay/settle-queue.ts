@@ -8,7 +8,7 @@
  * harmless). A failed write keeps its results and is tried again; `drain()` gives up after a few tries.
  */
 import "server-only";
-import { query } from "../db/sql";
+import { execute } from "@/lib/db/sql";
 import type { ItemResult } from "./attempts";
 import { SETTLE_BATCH_SQL } from "./worker-sql";
 
@@ -73,7 +73,7 @@ export class SettleQueue {
       const batch = [...this.waiting.values()].slice(0, this.maxBatch * 4);
       for (const r of batch) this.waiting.delete(r.deadLetterId);
       try {
-        await query(SETTLE_BATCH_SQL, settleParams(this.o, batch));
+        await execute(SETTLE_BATCH_SQL, settleParams(this.o, batch));
         this.lastError = null;
       } catch (err) {
         // Keep them (a result added meanwhile for the same item is newer and wins).
@@ -134,5 +134,7 @@ export function settleParams(o: Pick<SettleQueueOptions, "replayId" | "workerId"
     h.failuresAfter,
     h.lastError,
     h.lastErrorAt,
+    batch.map((r) => (r.evidence ? JSON.stringify(r.evidence.requestHeaders) : null)),
+    batch.map((r) => (r.evidence?.responseHeaders ? JSON.stringify(r.evidence.responseHeaders) : null)),
   ];
 }

@@ -5,7 +5,7 @@
  * worker the server runs. Workers of other instances still find it at their next poll.
  */
 import "server-only";
-import { processGlobal } from "../process-global";
+import { processGlobal } from "@/lib/process-global";
 
 const wakers = processGlobal("replayWakers", () => new Set<() => void>());
 

@@ -5,18 +5,34 @@
  * ("Re-drive throughput") shows what the round trips cost. The hot ones are prepared (PreparedSql).
  */
 import "server-only";
-import type { PreparedSql } from "../db/sql";
+import { z } from "zod";
+import type { PreparedSql } from "@/lib/db/sql";
+import { KEY_FACT_COLUMNS, keyFactsJoin, KeyFactsRow } from "@/lib/keys/verdict";
 
-/** Raw SQL: SKIP LOCKED across replays, so each running replay has one driver at a time. */
+/**
+ * Raw SQL: SKIP LOCKED across replays, so each running replay has one driver at a time. Only a replay with
+ * work now: an item due (pending, its next attempt time passed), an item in delivery (a dead worker's, to
+ * take over), or nothing left at all (to complete it). A replay whose items all wait for a later retry is
+ * left alone until the first comes due (the partial index replay_items_pending_due_idx finds it), so
+ * no worker holds it, or polls it, meanwhile.
+ */
 export const TAKE_REPLAYS_SQL = `
 UPDATE replays r SET worker = $1, worker_lease_until = now() + make_interval(secs => $2::int)
 FROM (SELECT id FROM replays
       WHERE status = 'running' AND NOT (id = ANY($3::uuid[]))
         AND (worker IS NULL OR worker = $1 OR worker_lease_until < now())
         AND ($5::text[] IS NULL OR source = ANY($5::text[]))
+        AND (coalesce((SELECT min(i.next_attempt_at) FROM replay_items i WHERE i.replay_id = replays.id AND i.outcome = 'pending'), '-infinity') <= now()
+             OR EXISTS (SELECT 1 FROM replay_items i WHERE i.replay_id = replays.id AND i.outcome = 'delivering'))
       ORDER BY created_at LIMIT $4 FOR UPDATE SKIP LOCKED) pick
 WHERE r.id = pick.id
-RETURNING r.id, r.source, r.rate_per_second, r.concurrency, r.forced, r.created_by, r.destination`;
+RETURNING r.id, r.source, r.rate_per_second, r.concurrency, r.forced, r.created_by, r.destination,
+          r.retry_max_attempts, r.retry_initial_ms, r.retry_max_delay_ms`;
+
+/** Raw SQL: how long until the replay's earliest waiting item is due (ms; null: none waits). */
+export const NEXT_DUE_SQL = `
+SELECT extract(epoch FROM min(next_attempt_at) - now())::float8 * 1000 AS wait_ms
+FROM replay_items WHERE replay_id = $1::uuid AND outcome = 'pending'`;
 
 /**
  * Raw SQL: renews the replay's lease and its leased items' leases in one statement; answers the replay's
@@ -31,32 +47,37 @@ items AS (
   WHERE replay_id = $1::uuid AND outcome = 'delivering' AND leased_by = $2 AND EXISTS (SELECT 1 FROM r))
 SELECT status FROM r`;
 
-/** A row of LEASE_BATCH_SQL: the replay's status, and (when any were leased) one leased item each. */
-export type LeaseRow = {
-  status: string;
-  now: Date;
-  dead_letter_id: string | null;
-  event_id: string;
-  category: string;
-  attempts: number;
-  /** The payload's bytes exactly as received at intake; null when the letter no longer exists. */
-  body: Buffer | null;
-  content_type: string | null;
-  expires_at: Date | null;
-  key_status: "done" | "processing" | null;
-  lease_expires_at: Date | null;
-  last_kind: string | null;
-  last_at: Date | null;
-};
+const LeaseRowBase = KeyFactsRow.extend({
+  status: z.string(),
+  now: z.date(),
+  /**
+   * The payload's bytes exactly as received at intake, when they are at most 1 MiB (payload-store.ts
+   * INLINE_MAX_BYTES); null when larger (read chunk by chunk just before its send) or the letter is gone.
+   */
+  body: z.instanceof(Buffer).nullable(),
+  /** The payload's size; null when the letter no longer exists. */
+  payload_bytes: z.number().nullable(),
+  content_type: z.string().nullable(),
+});
+
+/**
+ * A row of LEASE_BATCH_SQL: the replay's status, and (when any were leased) one leased item each; when none
+ * was, the one row the LEFT JOIN keeps, its item columns null.
+ */
+export const LeaseRow = z.union([
+  LeaseRowBase.extend({ dead_letter_id: z.string(), event_id: z.string(), category: z.string(), attempts: z.number() }),
+  LeaseRowBase.extend({ dead_letter_id: z.null(), event_id: z.null(), category: z.null(), attempts: z.null() }),
+]);
+export type LeaseRow = z.output<typeof LeaseRow>;
 
 /**
  * Raw SQL (one round trip per batch, instead of four per batch and one per item): renews the replay's
  * lease and reads its status; only while it is `running`, leases up to $2 due items (pending and due, or
  * delivering with a lapsed lease: `FOR UPDATE SKIP LOCKED`, so one worker holds an item at a time); and
- * returns each with its payload and the facts of the pre-send re-check (its dedup key by (source,
- * event_id), which works on a partitioned dedup_keys too, and its newest deciding audit row), all as of
- * this statement's now(). No row: the replay's lease was lost. One row with a null dead_letter_id:
- * nothing was leased. $1 replay, $2 limit, $3 lease seconds, $4 worker, $5 source, $6 deciding kinds.
+ * returns each with its payload (up to 1 MiB: a batch of 100 never holds 100 large payloads) and the facts of
+ * the pre-send re-check (lib/keys/verdict.ts keyFactsJoin, the one reading shared with the preflight's
+ * replay/facts.ts), all as of this statement's now(). No row: the replay's lease was lost. One row with a
+ * null dead_letter_id: nothing was leased. $1 replay, $2 limit, $3 lease seconds, $4 worker, $5 source.
  */
 export const LEASE_BATCH_SQL: PreparedSql = {
   name: "keyward_replay_lease_batch",
@@ -73,19 +94,13 @@ leased AS (
   UPDATE replay_items i SET outcome = 'delivering', lease_until = now() + make_interval(secs => $3::int), leased_by = $4
   FROM pick WHERE i.replay_id = pick.replay_id AND i.dead_letter_id = pick.dead_letter_id
   RETURNING i.dead_letter_id, i.event_id, i.category, i.attempts, i.seq)
-SELECT r.status, now() AS now, l.dead_letter_id, l.event_id, l.category, l.attempts, d.payload AS body, d.content_type,
-       k.expires_at, k.status AS key_status, k.lease_expires_at, a.kind AS last_kind, a.at AS last_at
+SELECT r.status, now() AS now, l.dead_letter_id, l.event_id, l.category, l.attempts,
+       CASE WHEN d.payload_bytes <= 1048576 THEN d.payload END AS body, d.payload_bytes, d.content_type,
+       ${KEY_FACT_COLUMNS}
 FROM r
 LEFT JOIN leased l ON true
 LEFT JOIN dead_letters d ON d.id = l.dead_letter_id
-LEFT JOIN LATERAL (
-  SELECT expires_at, status, lease_expires_at FROM dedup_keys WHERE source = $5 AND event_id = l.event_id
-) k ON true
-LEFT JOIN LATERAL (
-  SELECT kind, at FROM audit_events
-  WHERE source = $5 AND event_id = l.event_id AND kind = ANY($6::text[])
-  ORDER BY at DESC, id DESC LIMIT 1
-) a ON true
+${keyFactsJoin("$5", "l.event_id")}
 ORDER BY l.seq`,
 };
 
@@ -99,15 +114,16 @@ ORDER BY l.seq`,
  * statement: final outcomes settle the dead letter (its last status and error from the same attempt) and
  * append the audit `replayed` row ($2 = actor); each attempt is kept in replay_attempts; the replay's
  * health is updated ($16 a delivery in this batch, $17 failed attempts after the last delivery, $18/$19 the
- * latest failure).
+ * latest failure), $20/$21 each attempt's headers sent and received (JSON text of [name, value] pairs).
  */
 export const SETTLE_BATCH_SQL: PreparedSql = {
   name: "keyward_replay_settle_batch",
   text: `
 WITH u AS (
   SELECT * FROM unnest($4::uuid[], $5::text[], $6::int[], $7::int[], $8::text[], $9::boolean[], $10::float8[], $11::boolean[],
-                       $12::timestamptz[], $13::text[], $14::int[], $15::text[])
-    AS u(dead_letter_id, outcome, counted, status, error, touch_last, delay_ms, forced, at, destination, latency_ms, response_body)),
+                       $12::timestamptz[], $13::text[], $14::int[], $15::text[], $20::text[], $21::text[])
+    AS u(dead_letter_id, outcome, counted, status, error, touch_last, delay_ms, forced, at, destination, latency_ms, response_body,
+         request_headers, response_headers)),
 dec AS (
   SELECT u.*, CASE WHEN u.outcome <> 'retry' THEN u.outcome
                    WHEN (SELECT status FROM replays WHERE id = $1::uuid) = 'cancelled' THEN 'cancelled'
@@ -124,7 +140,7 @@ it AS (
   FROM dec
   WHERE i.replay_id = $1::uuid AND i.dead_letter_id = dec.dead_letter_id AND i.outcome = 'delivering' AND i.leased_by = $3
   RETURNING i.replay_id, i.dead_letter_id, i.outcome, i.attempts, i.last_status, i.last_error,
-            dec.forced, dec.counted, dec.at, dec.destination, dec.latency_ms, dec.response_body),
+            dec.forced, dec.counted, dec.at, dec.destination, dec.latency_ms, dec.response_body, dec.request_headers, dec.response_headers),
 dl AS (
   UPDATE dead_letters d
   SET status = CASE WHEN it.outcome = 'delivered' THEN 'delivered' ELSE 'pending' END,
@@ -133,9 +149,10 @@ dl AS (
       last_replay_status = CASE WHEN it.outcome = 'delivered' THEN NULL ELSE it.last_status END
   FROM it WHERE d.id = it.dead_letter_id AND it.outcome <> 'pending' AND d.status = 'replaying'),
 attempts AS (
-  INSERT INTO replay_attempts (replay_id, dead_letter_id, attempt, at, destination, status, latency_ms, response_body, error, outcome)
+  INSERT INTO replay_attempts (replay_id, dead_letter_id, attempt, at, destination, status, latency_ms, response_body, error, outcome,
+                               request_headers, response_headers)
   SELECT it.replay_id, it.dead_letter_id, it.attempts, it.at, it.destination, it.last_status, it.latency_ms, it.response_body, it.last_error,
-         CASE WHEN it.outcome = 'pending' THEN 'retry' ELSE it.outcome END
+         CASE WHEN it.outcome = 'pending' THEN 'retry' ELSE it.outcome END, it.request_headers::jsonb, it.response_headers::jsonb
   FROM it WHERE it.counted = 1),
 audited AS (
   INSERT INTO audit_events (source, event_id, event_type, kind, actor, detail)

@@ -5,22 +5,23 @@
  * them. And the replay selection "everything that failed since T for source S" in one step.
  */
 import { describe, expect, it } from "vitest";
-import { parseInput } from "../../lib/http/validate";
-import { startReplayRequest } from "../../lib/replay/schema";
-import { POST as discardRoute } from "../../app/api/v1/dead-letters/discard/route";
-import { POST as resolveRoute } from "../../app/api/v1/dead-letters/resolve/route";
-import { GET as listRoute } from "../../app/api/v1/dead-letters/route";
-import { GET as letterRoute } from "../../app/api/v1/dead-letters/[id]/route";
-import { POST as preflightRoute } from "../../app/api/v1/replays/preflight/route";
-import { cliPrincipal } from "../../lib/auth/principal";
-import { pruneSettledDeadLetters } from "../../lib/deadletters/prune";
-import { BULK_CONFIRM_ABOVE, MIN_DISCARD_REASON } from "../../lib/deadletters/schema";
-import { createPreflight } from "../../lib/replay/preflight";
-import { startReplay } from "../../lib/replay/replays";
-import { makeSource, sql, uniq } from "../setup/db";
-import { makeApiKey } from "../setup/http";
-import { readyForReplay, seedDeadLetters, setKeyExpiry } from "../setup/replay";
-import { claimEvent } from "../../lib/claims/claim";
+import { parseInput } from "@/lib/http/validate";
+import { startReplayRequest } from "@/lib/replay/schema";
+import { POST as discardRoute } from "@/app/api/v1/dead-letters/discard/route";
+import { POST as resolveRoute } from "@/app/api/v1/dead-letters/resolve/route";
+import { GET as listRoute } from "@/app/api/v1/dead-letters/route";
+import { GET as letterRoute } from "@/app/api/v1/dead-letters/[id]/route";
+import { POST as preflightRoute } from "@/app/api/v1/replays/preflight/route";
+import { cliPrincipal } from "@/lib/auth/principal";
+import { pruneSettledDeadLetters } from "@/lib/deadletters/prune";
+import { BULK_CONFIRM_ABOVE, MIN_DISCARD_REASON } from "@/lib/deadletters/schema";
+import { createPreflight } from "@/lib/replay/preflight";
+import { startReplay } from "@/lib/replay/replays";
+import { makeSource, sql, uniq } from "@/test/setup/db";
+import { makeApiKey } from "@/test/setup/http";
+import { readyForReplay, seedDeadLetters, setKeyExpiry } from "@/test/setup/replay";
+import { claimEvent } from "@/lib/claims/claim";
+import type { Json } from "@/test/setup/json";
 
 type Handler = (req: Request, ctx?: { params: Promise<Record<string, string>> }) => Promise<Response>;
 async function call(handler: Handler, key: string, path: string, body?: unknown, params: Record<string, string> = {}) {
@@ -40,7 +41,7 @@ const REASON = "duplicate of a manual refund, nothing to do";
 const day = (d: number) => new Date(Date.UTC(2026, 10, d, 12)).toISOString();
 
 async function actionsOf(source: string, action: string) {
-  return sql<{ actor: string; detail: any }>(
+  return sql<{ actor: string; detail: Json }>(
     "SELECT actor, detail FROM audit_events WHERE kind = 'operator' AND source = $1 AND detail->>'action' = $2 ORDER BY at",
     [source, action],
   );

@@ -6,14 +6,14 @@
  * are not UTF-8 are a 400; nothing answers 500.
  */
 import { describe, expect, it } from "vitest";
-import { POST as single } from "../../app/api/v1/dead-letters/route";
-import { POST as batch } from "../../app/api/v1/dead-letters/batch/route";
-import { GET as detail } from "../../app/api/v1/dead-letters/[id]/route";
-import { POST as claim } from "../../app/api/v1/claims/route";
-import { MAX_PAYLOAD_BYTES, MAX_PAYLOAD_DEPTH } from "../../lib/deadletters/schema";
-import { makeSource, sql, uniq } from "../setup/db";
-import { isErrorBody, makeApiKey, post } from "../setup/http";
-import { seededRandom } from "../setup/receiver";
+import { POST as single } from "@/app/api/v1/dead-letters/route";
+import { POST as batch } from "@/app/api/v1/dead-letters/batch/route";
+import { GET as detail } from "@/app/api/v1/dead-letters/[id]/route";
+import { POST as claim } from "@/app/api/v1/claims/route";
+import { MAX_ENVELOPE_PAYLOAD_BYTES, MAX_PAYLOAD_DEPTH } from "@/lib/deadletters/schema";
+import { makeSource, sql, uniq } from "@/test/setup/db";
+import { isErrorBody, makeApiKey, post } from "@/test/setup/http";
+import { seededRandom } from "@/test/setup/receiver";
 
 /** A letter's JSON text with `payloadJson` spliced in verbatim (no JSON.stringify of the payload). */
 const letterText = (source: string, payloadJson: string, eventId = uniq("evt")) =>
@@ -62,15 +62,22 @@ describe("JSON payloads are stored as the bytes sent", () => {
     expect(Buffer.from(got.payloadBase64, "base64").toString("utf8")).toBe(p);
   });
 
-  it("a body that is not UTF-8, or starts with a BOM, is a 400 (the bytes and the parsed value must agree)", async () => {
+  it("a body that is not UTF-8 is a 400 (the bytes and the parsed value must agree); a BOM before it is ignored, the payload's bytes exact", async () => {
     const source = await makeSource();
     const { key } = await makeApiKey(["deadletters:write"]);
     const latin1 = Buffer.from(letterText(source, '{"name":"Zoë"}'), "latin1");
     const r1 = await post(single, null, { key, raw: latin1 });
     expect(r1.status).toBe(400);
     expect(r1.body.error.message).toMatch(/UTF-8/);
-    const bom = Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), Buffer.from(letterText(source, "{}"))]);
-    expect((await post(single, null, { key, raw: bom })).status).toBe(400);
+    const p = '{"id":820982911946154508,  "é":"\\/"}';
+    const bom = Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), Buffer.from(letterText(source, p))]);
+    const r2 = await post(single, null, { key, raw: bom });
+    expect(r2.status).toBe(201);
+    expect((await stored(r2.body.id)).payload.equals(Buffer.from(p))).toBe(true);
+    const items = Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), Buffer.from(`{"items":[${letterText(source, p)}]}`)]);
+    const r3 = await post(batch, null, { key, raw: items });
+    expect(r3.status).toBe(200);
+    expect((await stored(r3.body.results[0].id)).payload.equals(Buffer.from(p))).toBe(true);
   });
 });
 
@@ -129,7 +136,7 @@ describe("non-JSON payloads: payloadBase64 + contentType", () => {
     expect(n).toBe(0);
   });
 
-  it("the 256 KiB limit applies to the decoded bytes: single 413, batch that item's own error", async () => {
+  it("the 1 MiB limit applies to the decoded bytes: single 413, batch that item's own error", async () => {
     const source = await makeSource();
     const { key } = await makeApiKey(["deadletters:write"]);
     const item = (size: number) => ({
@@ -141,12 +148,12 @@ describe("non-JSON payloads: payloadBase64 + contentType", () => {
       contentType: "text/plain",
     });
     // Exactly the limit fits (its base64 is 4/3 larger, still under the single body cap).
-    expect((await post(single, item(MAX_PAYLOAD_BYTES), { key })).status).toBe(201);
-    const over = await post(single, item(MAX_PAYLOAD_BYTES + 1), { key });
+    expect((await post(single, item(MAX_ENVELOPE_PAYLOAD_BYTES), { key })).status).toBe(201);
+    const over = await post(single, item(MAX_ENVELOPE_PAYLOAD_BYTES + 1), { key });
     expect(over.status).toBe(413);
     expect(over.body.error).toMatchObject({ code: "payload_too_large" });
-    expect(over.body.error.message).toMatch(/payloadBase64: must be at most 262144 bytes \(it is 262145\)/);
-    const res = await post(batch, { items: [item(10), item(MAX_PAYLOAD_BYTES + 1), item(10)] }, { key });
+    expect(over.body.error.message).toMatch(/payloadBase64: must be at most 1048576 bytes in the JSON envelope \(it is 1048577\)/);
+    const res = await post(batch, { items: [item(10), item(MAX_ENVELOPE_PAYLOAD_BYTES + 1), item(10)] }, { key });
     expect(res.status).toBe(200);
     expect(res.body.results[0].id).toBeDefined();
     expect(res.body.results[1].error).toMatchObject({ code: "payload_too_large", field: "payloadBase64" });

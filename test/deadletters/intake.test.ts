@@ -1,10 +1,11 @@
 /** Dead-letter intake through the real route handlers: single and batch, audit rows, and clear 4xx. */
 import { describe, expect, it } from "vitest";
-import { POST as single } from "../../app/api/v1/dead-letters/route";
-import { POST as batch } from "../../app/api/v1/dead-letters/batch/route";
-import { MAX_PAYLOAD_BYTES } from "../../lib/deadletters/schema";
-import { makeSource, sql, uniq } from "../setup/db";
-import { isErrorBody, makeApiKey, post } from "../setup/http";
+import { POST as single } from "@/app/api/v1/dead-letters/route";
+import { POST as batch } from "@/app/api/v1/dead-letters/batch/route";
+import { MAX_ENVELOPE_PAYLOAD_BYTES } from "@/lib/deadletters/schema";
+import { makeSource, sql, uniq } from "@/test/setup/db";
+import { isErrorBody, makeApiKey, post } from "@/test/setup/http";
+import type { Json } from "@/test/setup/json";
 
 const letter = (source: string, o: Record<string, unknown> = {}) => ({
   source,
@@ -23,13 +24,13 @@ describe("POST /api/v1/dead-letters", () => {
     const res = await post(single, body, { key });
     expect(res.status).toBe(201);
     expect(res.body.id).toMatch(/^[0-9a-f-]{36}$/);
-    const [row] = await sql<any>("SELECT * FROM dead_letters WHERE id = $1", [res.body.id]);
+    const [row] = await sql<Json>("SELECT * FROM dead_letters WHERE id = $1", [res.body.id]);
     expect(row).toMatchObject({ source, event_id: body.eventId, status: "pending", attempts: 3, queue: "billing", error: "handler timed out" });
     // Stored as the bytes of the payload's JSON text in the request (post() sends JSON.stringify(body)).
     expect(row.payload.toString("utf8")).toBe(JSON.stringify(body.payload));
     expect(row).toMatchObject({ content_type: "application/json", payload_bytes: row.payload.length });
     expect(row.failed_at.toISOString()).toBe("2026-12-01T10:00:00.123Z");
-    const audit = await sql<any>("SELECT kind, actor, event_type, detail FROM audit_events WHERE source = $1 AND event_id = $2", [
+    const audit = await sql<Json>("SELECT kind, actor, event_type, detail FROM audit_events WHERE source = $1 AND event_id = $2", [
       source,
       body.eventId,
     ]);
@@ -76,22 +77,22 @@ describe("POST /api/v1/dead-letters", () => {
     }
   });
 
-  it("413 for a payload over 256 KiB, by declared length and by the bytes read, 400 for malformed JSON, 415 for non-JSON", async () => {
+  it("413 for a payload over 1 MiB, by declared length and by the bytes read, 400 for malformed JSON, 415 for non-JSON", async () => {
     const source = await makeSource();
     const { key } = await makeApiKey(["deadletters:write"]);
-    const big = letter(source, { payload: { blob: "x".repeat(MAX_PAYLOAD_BYTES) } });
+    const big = letter(source, { payload: { blob: "x".repeat(MAX_ENVELOPE_PAYLOAD_BYTES) } });
     const res = await post(single, big, { key });
     expect(res.status).toBe(413);
     // Just under the body cap but over the payload cap once serialized.
-    const edge = letter(source, { payload: { blob: "x".repeat(MAX_PAYLOAD_BYTES - 8) } });
+    const edge = letter(source, { payload: { blob: "x".repeat(MAX_ENVELOPE_PAYLOAD_BYTES - 8) } });
     expect((await post(single, edge, { key })).status).toBe(413);
-    const fits = letter(source, { payload: "x".repeat(MAX_PAYLOAD_BYTES - 2) });
+    const fits = letter(source, { payload: "x".repeat(MAX_ENVELOPE_PAYLOAD_BYTES - 2) });
     expect((await post(single, fits, { key })).status).toBe(201);
     // A streamed body without Content-Length is cut off at the cap.
     const chunks = new ReadableStream({
       start(c) {
         c.enqueue(new TextEncoder().encode(`{"source":"${source}","payload":"`));
-        for (let i = 0; i < 40; i++) c.enqueue(new TextEncoder().encode("y".repeat(10_000)));
+        for (let i = 0; i < 200; i++) c.enqueue(new TextEncoder().encode("y".repeat(10_000)));
         c.enqueue(new TextEncoder().encode('"}'));
         c.close();
       },
@@ -117,7 +118,7 @@ describe("POST /api/v1/dead-letters/batch", () => {
       letter(source),
       letter(source, { eventType: "" }),
       letter("no-such-source-xyz"),
-      letter(source, { payload: { blob: "x".repeat(MAX_PAYLOAD_BYTES) } }),
+      letter(source, { payload: { blob: "x".repeat(MAX_ENVELOPE_PAYLOAD_BYTES) } }),
       letter(source),
     ];
     const res = await post(batch, { items }, { key });

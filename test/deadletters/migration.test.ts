@@ -9,7 +9,7 @@ import os from "node:os";
 import path from "node:path";
 import pg from "pg";
 import { expect, inject, it } from "vitest";
-import { migrate, MIGRATIONS_DIR } from "../../lib/db/migrate";
+import { migrate, MIGRATIONS_DIR } from "@/lib/db/migrate";
 
 const MIGRATION = "20261204060000_dead_letter_bytes";
 

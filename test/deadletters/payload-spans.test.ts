@@ -5,8 +5,8 @@
  * must JSON.parse to what JSON.parse made of the whole body.
  */
 import { describe, expect, it } from "vitest";
-import { findPayloadSpans } from "../../lib/deadletters/payload-spans";
-import { seededRandom } from "../setup/receiver";
+import { findPayloadSpans } from "@/lib/deadletters/payload-spans";
+import { seededRandom } from "@/test/setup/receiver";
 
 const bytes = (s: string) => Buffer.from(s, "utf8");
 const text = (body: Buffer, span: { start: number; end: number } | undefined) => (span ? body.subarray(span.start, span.end).toString("utf8") : undefined);

@@ -3,7 +3,7 @@
  * consumer mid-stream (kill.test.ts): `tsx consumer-child.ts <inlet id>…`, DATABASE_URL from the
  * environment. Prints every consumer log line; runs until killed (SIGTERM: a clean stop).
  */
-import { startInletConsumers } from "../../lib/inlets/consumers";
+import { startInletConsumers } from "@/lib/inlets/consumers";
 
 const ids = process.argv.slice(2);
 if (ids.length === 0) throw new Error("usage: consumer-child.ts <inlet id>…");

@@ -6,18 +6,18 @@
  * reported; the AMQP URL is stored encrypted. Each test has its own queues and source.
  */
 import { afterAll, afterEach, describe, expect, it } from "vitest";
-import { cliPrincipal } from "../../lib/auth/principal";
-import { recordInletLetters } from "../../lib/deadletters/intake";
-import { getDeadLetter } from "../../lib/deadletters/list";
-import { startInletConsumers, type InletConsumers } from "../../lib/inlets/consumers";
-import { parseInput } from "../../lib/http/validate";
-import { createInletRequest } from "../../lib/inlets/schema";
-import { createInlet, listInlets, loadInletConfigs, removeInlet } from "../../lib/inlets/inlets";
-import { letterFromMessage } from "../../lib/inlets/message";
-import { parseEventIdFrom } from "../../lib/inlets/schema";
-import { makeSource, sql } from "../setup/db";
-import { AMQP_URL, eventually, makeTopology, type Topology } from "../setup/rabbitmq";
-import { startTcpProxy } from "../setup/tcp-proxy";
+import { cliPrincipal } from "@/lib/auth/principal";
+import { recordInletLetters } from "@/lib/deadletters/intake";
+import { getDeadLetter } from "@/lib/deadletters/list";
+import { startInletConsumers, type InletConsumers } from "@/lib/inlets/consumers";
+import { parseInput } from "@/lib/http/validate";
+import { createInletRequest } from "@/lib/inlets/schema";
+import { createInlet, listInlets, loadInletConfigs, removeInlet } from "@/lib/inlets/inlets";
+import { letterFromMessage } from "@/lib/inlets/message";
+import { parseEventIdFrom } from "@/lib/inlets/schema";
+import { makeSource, sql } from "@/test/setup/db";
+import { AMQP_URL, eventually, makeTopology, type Topology } from "@/test/setup/rabbitmq";
+import { startTcpProxy } from "@/test/setup/tcp-proxy";
 
 const ADMIN = cliPrincipal();
 const topologies: Topology[] = [];
@@ -25,6 +25,7 @@ const consumers: InletConsumers[] = [];
 
 afterEach(async () => {
   for (const c of consumers.splice(0)) await c.stop();
+  logged.length = 0;
 });
 afterAll(async () => {
   for (const t of topologies) await t.cleanup();
@@ -38,8 +39,11 @@ async function setup(eventIdFrom?: string, ttlMs?: number) {
   return { t, source, inlet };
 }
 
+/** What the consumers logged (reconnects, failed stores): printed with a failed assertion that depends on them. */
+const logged: string[] = [];
+
 function consume(inletId: string, pollMs = 200): InletConsumers {
-  const c = startInletConsumers({ only: [inletId], pollMs, log: () => {} });
+  const c = startInletConsumers({ only: [inletId], pollMs, log: (m) => logged.push(`${new Date().toISOString()} ${m}`) });
   consumers.push(c);
   return c;
 }
@@ -169,7 +173,7 @@ describe("RabbitMQ inlet consumer", () => {
     consume(inlet.id);
     await t.waitForDepth(t.dlq, 0);
     await consumers.pop()!.stop();
-    expect((await t.ch.checkQueue(t.dlq)).messageCount).toBe(0);
+    expect((await t.ch.checkQueue(t.dlq)).messageCount, `left unacknowledged; the consumer logged:\n${logged.join("\n")}`).toBe(0);
     const rows = await letters(source);
     expect(rows.map((r) => r.event_id)).toEqual(["evt_once"]);
     expect((await listInlets(source))[0].consumed).toBe(0); // the repeat is not counted as consumed

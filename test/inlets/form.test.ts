@@ -1,6 +1,6 @@
 /** components/sources/inlet-form.ts: the Sources screen's inlet form → the POST body, or the field at fault. Pure. */
 import { describe, expect, it } from "vitest";
-import { EMPTY_INLET_FORM, inletBody } from "../../components/sources/inlet-form";
+import { EMPTY_INLET_FORM, inletBody } from "@/components/sources/inlet-form";
 
 describe("inletBody", () => {
   it("trims and converts a valid form", () => {

@@ -9,13 +9,13 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import path from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { cliPrincipal } from "../../lib/auth/principal";
-import { parseInput } from "../../lib/http/validate";
-import { createInletRequest } from "../../lib/inlets/schema";
-import { createInlet } from "../../lib/inlets/inlets";
-import { makeSource, sql } from "../setup/db";
-import { AMQP_URL, eventually, makeTopology, type Topology } from "../setup/rabbitmq";
-import { ROOT } from "../setup/server";
+import { cliPrincipal } from "@/lib/auth/principal";
+import { parseInput } from "@/lib/http/validate";
+import { createInletRequest } from "@/lib/inlets/schema";
+import { createInlet } from "@/lib/inlets/inlets";
+import { makeSource, sql } from "@/test/setup/db";
+import { AMQP_URL, eventually, makeTopology, type Topology } from "@/test/setup/rabbitmq";
+import { ROOT } from "@/test/setup/server";
 
 const N = 400;
 const children: ChildProcess[] = [];

@@ -1,19 +1,19 @@
 /** components/overview/inlet-lag.ts: an inlet's reported lag as the Overview words it. Pure. */
 import { describe, expect, it } from "vitest";
-import { inletLagRow } from "../../components/overview/inlet-lag";
-import type { InletLag } from "../../lib/overview/schema";
+import { inletLagRow } from "@/components/overview/inlet-lag";
+import type { InletLag } from "@/lib/overview/schema";
 
 const NOW = Date.parse("2026-12-05T10:00:00Z");
 const at = (secondsAgo: number) => new Date(NOW - secondsAgo * 1000).toISOString();
 const base: InletLag = {
-  id: "i1", source: "billing", queue: "orders.dlq", state: "consuming", lastError: null,
+  id: "i1", source: "billing", kind: "amqp", queue: "orders.dlq", state: "consuming", lastError: null,
   lagMessages: 1234, lagCheckedAt: at(3), lastMessageAt: at(90), lastMessageAgeSeconds: 2.46,
 };
 
 describe("inletLagRow", () => {
   it("a consuming inlet: its depth and the last message's lag", () => {
     expect(inletLagRow(base, NOW)).toEqual({
-      id: "i1", source: "billing", queue: "orders.dlq",
+      id: "i1", source: "billing", kind: "RabbitMQ", queue: "orders.dlq",
       state: { text: "Consuming", tone: "ok" },
       waiting: "1,234",
       lastMessage: "2.5 s after it was dead-lettered, 1m30s ago",

@@ -4,10 +4,10 @@
  * repeat, and the AMQP URL helpers.
  */
 import { describe, expect, it } from "vitest";
-import { amqpUrlProblem, maskAmqpUrl, parseAmqpTarget } from "../../lib/amqp/url";
-import { extractEventId, letterFromMessage, parseXDeath, type InletMessage } from "../../lib/inlets/message";
-import { parseEventIdFrom, type EventIdFrom } from "../../lib/inlets/schema";
-import { reconnectDelayMs } from "../../lib/inlets/consumer";
+import { amqpUrlProblem, maskAmqpUrl, parseAmqpTarget } from "@/lib/amqp/url";
+import { extractEventId, letterFromMessage, parseXDeath, type InletMessage } from "@/lib/inlets/message";
+import { parseEventIdFrom, type EventIdFrom } from "@/lib/inlets/schema";
+import { reconnectDelayMs } from "@/lib/inlets/consumer";
 
 const from = (s: string): EventIdFrom => {
   const r = parseEventIdFrom(s);
@@ -170,6 +170,15 @@ describe("AMQP URLs", () => {
     expect(amqpUrlProblem("amqp://u:***@h/v")).toMatch(/masked password/);
     expect(amqpUrlProblem("amqp://h/a/b")).toMatch(/one path segment/);
     expect(amqpUrlProblem("not a url")).toMatch(/must be a URL/);
+  });
+
+  it("a body over KEYWARD_MAX_PAYLOAD_BYTES is kept without its bytes, unidentified, with the reason; a BOM before JSON is read past", () => {
+    const big = letterFromMessage(message(), inlet, from("json:data.id"), 16);
+    expect(big.payload.length).toBe(0);
+    expect(big.unidentifiedReason).toMatch(/^the body is \d+ bytes, over KEYWARD_MAX_PAYLOAD_BYTES \(16\): it was not stored$/);
+    expect(big.eventId).toMatch(/^unidentified:/);
+    const bom = message({}, '\ufeff{"data":{"id":"evt_bom"}}');
+    expect(extractEventId(bom, from("json:$.data.id"))).toEqual({ ok: true, eventId: "evt_bom" });
   });
 
   it("reconnects after 0.5 s at least and 30 s at most", () => {

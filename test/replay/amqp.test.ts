@@ -9,24 +9,26 @@
 import { afterAll, afterEach, describe, expect, it } from "vitest";
 import { Webhook } from "standardwebhooks";
 import type { Channel, GetMessage } from "amqplib";
-import { cliPrincipal } from "../../lib/auth/principal";
-import { recordInletLetters } from "../../lib/deadletters/intake";
-import { parseInput } from "../../lib/http/validate";
-import { startReplayRequest } from "../../lib/replay/schema";
-import { updateSourceRequest } from "../../lib/sources/schema";
-import { createInletRequest } from "../../lib/inlets/schema";
-import { createInlet } from "../../lib/inlets/inlets";
-import { letterFromMessage } from "../../lib/inlets/message";
-import { parseEventIdFrom } from "../../lib/inlets/schema";
-import { closeAmqpConnections, deliverAmqp, replayHeaders } from "../../lib/replay/amqp-publish";
-import { startReplayWorker, type ReplayWorker } from "../../lib/replay/executor";
-import { createPreflight } from "../../lib/replay/preflight";
-import { getReplay, startReplay } from "../../lib/replay/replays";
-import { replayTarget } from "../../lib/sources/signing-secret";
-import { getSource, listSources, updateSource } from "../../lib/sources/sources";
-import { makeSource, sql, uniq } from "../setup/db";
-import { readyForReplay, seedDeadLetters } from "../setup/replay";
-import { AMQP_URL, eventually, makeTopology, type Topology } from "../setup/rabbitmq";
+import { cliPrincipal } from "@/lib/auth/principal";
+import { recordInletLetters } from "@/lib/deadletters/intake";
+import { parseInput } from "@/lib/http/validate";
+import { startReplayRequest } from "@/lib/replay/schema";
+import { updateSourceRequest } from "@/lib/sources/schema";
+import { createInletRequest } from "@/lib/inlets/schema";
+import { createInlet } from "@/lib/inlets/inlets";
+import { letterFromMessage } from "@/lib/inlets/message";
+import { parseEventIdFrom } from "@/lib/inlets/schema";
+import { closeAmqpConnections, deliverAmqp, replayHeaders } from "@/lib/replay/amqp-publish";
+import { startReplayWorker, type ReplayWorker } from "@/lib/replay/executor";
+import { createPreflight } from "@/lib/replay/preflight";
+import { getReplay, startReplay } from "@/lib/replay/replays";
+import { listAttempts } from "@/lib/replay/attempt-list";
+import { listAttemptsQuery } from "@/lib/replay/schema";
+import { replayTarget } from "@/lib/sources/signing-secret";
+import { getSource, listSources, updateSource } from "@/lib/sources/sources";
+import { makeSource, sql, uniq } from "@/test/setup/db";
+import { readyForReplay, seedDeadLetters } from "@/test/setup/replay";
+import { AMQP_URL, eventually, makeTopology, type Topology } from "@/test/setup/rabbitmq";
 
 const ACTOR = cliPrincipal();
 const topologies: Topology[] = [];
@@ -108,7 +110,7 @@ describe("the AMQP replay target", () => {
     );
     expect(row.replay_destination).not.toContain(`:${PASSWORD}@`);
     expect(row.replay_destination_enc).toMatch(/^v1:/);
-    expect((await replayTarget(source)).amqpUrl).toBe(`${AMQP_URL}/`);
+    expect((await replayTarget(source)).brokerUrl).toBe(`${AMQP_URL}/`);
 
     const replayId = await replayAll(source);
     const r = await getReplay(replayId);
@@ -138,6 +140,17 @@ describe("the AMQP replay target", () => {
     expect(letters.map((l) => l.status)).toEqual(["delivered", "delivered"]);
     const audit = await sql<{ detail: { outcome: string } }>("SELECT detail FROM audit_events WHERE source = $1 AND kind = 'replayed'", [source]);
     expect(audit.map((x) => x.detail.outcome)).toEqual(["delivered", "delivered"]);
+    // What the broker answered is each attempt's evidence, as an HTTP answer's headers and body are (the dead-letter page shows them).
+    const ids = await sql<{ id: string; event_id: string }>("SELECT id, event_id FROM dead_letters WHERE source = $1", [source]);
+    const paid = ids.find((l) => l.event_id === "evt.b/ü")!;
+    const [attempt] = (await listAttempts(paid.id, parseInput(listAttemptsQuery, {}))).items;
+    expect(attempt.responseHeaders).toEqual([
+      ["amqp-confirm", "ack"],
+      ["amqp-exchange", t.orders],
+      ["amqp-routing-key", "order.paid"],
+      ["amqp-message-id", headers(b)["webhook-id"]],
+    ]);
+    expect(attempt.responseBody).toBe(`basic.ack: the broker confirmed the publish to exchange "${t.orders}" with routing key "order.paid"`);
   });
 
   it("publishes to the destination's own exchange and routing key when it names them", async () => {
@@ -167,6 +180,14 @@ describe("the AMQP replay target", () => {
       const [letter] = await sql<{ status: string; last_replay_error: string }>("SELECT status, last_replay_error FROM dead_letters WHERE source = $1", [source]);
       expect(letter.status).toBe("pending");
       expect(letter.last_replay_error).toMatch(/unroutable/);
+      // Each attempt keeps the broker's answer: the message returned (312 NO_ROUTE), then confirmed.
+      const [{ id }] = await sql<{ id: string }>("SELECT id FROM dead_letters WHERE source = $1", [source]);
+      const attempts = (await listAttempts(id, parseInput(listAttemptsQuery, {}))).items;
+      expect(attempts).toHaveLength(5);
+      for (const a of attempts) {
+        expect(a.responseHeaders).toEqual(expect.arrayContaining([["amqp-confirm", "ack"], ["amqp-return", "312 NO_ROUTE"], ["amqp-exchange", lonely]]));
+        expect(a.responseBody).toMatch(/^basic\.return 312 NO_ROUTE/);
+      }
     } finally {
       await t.ch.deleteExchange(lonely);
     }
@@ -183,7 +204,12 @@ describe("deliverAmqp", () => {
     await t.ch.assertQueue(full, { durable: false, arguments: { "x-max-length": 0, "x-overflow": "reject-publish" } });
     try {
       const nacked = await deliverAmqp({ ...item, exchange: "", routingKey: full }, AMQP_URL, headers(), Buffer.from("{}"));
-      expect(nacked).toEqual({ ok: false, status: null, error: "nacked by the broker", retryable: true });
+      expect(nacked).toMatchObject({ ok: false, status: null, error: "nacked by the broker", retryable: true });
+      // The nack is the attempt's evidence.
+      expect(nacked.answer).toEqual({
+        fields: [["amqp-confirm", "nack"], ["amqp-exchange", ""], ["amqp-routing-key", full], ["amqp-message-id", "evt_1"]],
+        sentence: "basic.nack: nacked by the broker",
+      });
     } finally {
       await t.ch.deleteQueue(full);
     }
@@ -193,7 +219,8 @@ describe("deliverAmqp", () => {
     expect(unknown.error).toMatch(/NOT_FOUND - no exchange/);
     // The connection survived the channel the broker closed.
     const fine = await deliverAmqp({ ...item, exchange: "", routingKey: t.work }, AMQP_URL, headers(), Buffer.from("{}"));
-    expect(fine).toEqual({ ok: true, status: null, error: null, retryable: false });
+    expect(fine).toMatchObject({ ok: true, status: null, error: null, retryable: false });
+    expect(fine.answer?.fields[0]).toEqual(["amqp-confirm", "ack"]);
     await t.waitForDepth(t.work, 1);
   });
 

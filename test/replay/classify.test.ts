@@ -8,7 +8,7 @@ import {
   SEND_MARGIN_SECONDS,
   type AuditFact,
   type KeyFact,
-} from "../../lib/replay/classify";
+} from "@/lib/replay/classify";
 
 const NOW = new Date("2026-12-03T12:00:00.000Z");
 const WINDOW = 3600;

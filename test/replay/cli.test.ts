@@ -2,13 +2,13 @@
 import { execFile } from "node:child_process";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
-import { cliPrincipal } from "../../lib/auth/principal";
-import { createPreflight } from "../../lib/replay/preflight";
-import { startReplay } from "../../lib/replay/replays";
-import { makeSource, sql, uniq } from "../setup/db";
-import { readyForReplay, seedDeadLetters } from "../setup/replay";
-import { startReplayRequest } from "../../lib/replay/schema";
-import { parseInput } from "../../lib/http/validate";
+import { cliPrincipal } from "@/lib/auth/principal";
+import { createPreflight } from "@/lib/replay/preflight";
+import { startReplay } from "@/lib/replay/replays";
+import { makeSource, sql, uniq } from "@/test/setup/db";
+import { readyForReplay, seedDeadLetters } from "@/test/setup/replay";
+import { startReplayRequest } from "@/lib/replay/schema";
+import { parseInput } from "@/lib/http/validate";
 
 const BIN = path.resolve(import.meta.dirname, "../../bin/keyward.cjs");
 
@@ -33,8 +33,9 @@ describe("keyward replay", { timeout: 240_000 }, () => {
     expect(list.stdout).toMatch(/^ID\s+SOURCE\s+STATUS\s+TOTAL/);
     expect(list.stdout).toContain(replayId);
     expect(list.stdout).toMatch(/running\s+2\s+0/);
-    expect(list.stdout).toMatch(/\bHEALTH\b/);
-    expect(list.stdout).toMatch(/\s0\s+ok\s/);
+    expect(list.stdout).toMatch(/\bOUTCOME\s+HEALTH\b/);
+    // Running: no outcome yet, its health.
+    expect(list.stdout).toMatch(/\s0\s+-\s+ok\s/);
 
     const shown = await keyward("replay", "show", replayId, "--json");
     expect(shown.code).toBe(0);
@@ -51,7 +52,19 @@ describe("keyward replay", { timeout: 240_000 }, () => {
     const text = await keyward("replay", "show", replayId);
     expect(text.stdout).toContain(`replay ${replayId} of ${source}: cancelled, 2/2 settled`);
     expect(text.stdout).toContain("  sent to http://127.0.0.1:9/never");
-    expect(text.stdout).toContain("  health ok");
+    // Finished: its outcome, never a health of "ok".
+    expect(text.stdout).toContain("  outcome cancelled: cancelled after 0 of 2 delivered");
+    expect(text.stdout).not.toContain("health");
+    const listed = await keyward("replay", "list", "--source", source);
+    expect(listed.stdout).toMatch(/\s0\s+cancelled\s+-\s+no\s/);
+    // --outcome and --state: the API's filter (GET /api/v1/replays?outcome&state), a bad value exits 1 naming it.
+    expect((await keyward("replay", "list", "--source", source, "--outcome", "cancelled")).stdout).toContain(replayId);
+    expect((await keyward("replay", "list", "--source", source, "--state", "finished")).stdout).toContain(replayId);
+    expect((await keyward("replay", "list", "--source", source, "--outcome", "failed")).stdout.trim()).toBe("no replays");
+    expect((await keyward("replay", "list", "--source", source, "--state", "running")).stdout.trim()).toBe("no replays");
+    const bad = await keyward("replay", "list", "--outcome", "ok");
+    expect(bad.code).toBe(1);
+    expect(bad.stderr).toMatch(/outcome/);
 
     // retry-failed: nothing failed yet (exit 1, the reason); with a failure, a new preflight of it.
     const none = await keyward("replay", "retry-failed", replayId);

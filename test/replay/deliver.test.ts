@@ -9,10 +9,11 @@ import http from "node:http";
 import type { AddressInfo } from "node:net";
 import { Webhook } from "standardwebhooks";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { deliverOnce, encodeEventIdHeader, signWebhook, webhookIdFor, USER_AGENT } from "../../lib/replay/deliver";
-import { backoffCeilingMs, backoffMs } from "../../lib/replay/backoff";
-import { RateLimiter, type LimiterClock } from "../../lib/replay/rate-limiter";
-import { freePort } from "../setup/server";
+import { deliverOnce, encodeEventIdHeader, signWebhook, webhookIdFor, USER_AGENT } from "@/lib/replay/deliver";
+import { backoffCeilingMs, backoffMs, DEFAULT_SCHEDULE, scheduleSpanMs } from "@/lib/replay/backoff";
+import { retryOrGiveUp } from "@/lib/replay/attempts";
+import { RateLimiter, type LimiterClock } from "@/lib/replay/rate-limiter";
+import { freePort } from "@/test/setup/server";
 
 const SECRET = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
 
@@ -299,22 +300,47 @@ describe("deliverOnce", () => {
 });
 
 describe("backoffMs", () => {
-  it("has a bounded exponential ceiling: 1 s, 2 s, 4 s, 8 s, 16 s, then 16 s", () => {
-    expect([1, 2, 3, 4, 5, 6, 50].map(backoffCeilingMs)).toEqual([1000, 2000, 4000, 8000, 16000, 16000, 16000]);
+  it("has a bounded exponential ceiling: 1 s, 2 s, 4 s, 8 s, 16 s, then 16 s (the legacy schedule)", () => {
+    expect([1, 2, 3, 4, 5, 6, 50].map((n) => backoffCeilingMs(n))).toEqual([1000, 2000, 4000, 8000, 16000, 16000, 16000]);
     expect(() => backoffCeilingMs(Number.NaN)).toThrow(RangeError);
   });
 
-  it("is full jitter: uniform in [0, ceiling), deterministic with an injected random", () => {
-    expect(backoffMs(1, () => 0)).toBe(0);
-    expect(backoffMs(3, () => 0.5)).toBe(2000);
+  it("the default schedule spans hours: 10 s doubling to 1 h over 12 attempts", () => {
+    expect([1, 2, 3, 9, 10, 11, 200].map((n) => backoffCeilingMs(n, DEFAULT_SCHEDULE))).toEqual([10_000, 20_000, 40_000, 2_560_000, 3_600_000, 3_600_000, 3_600_000]);
+    expect(scheduleSpanMs(DEFAULT_SCHEDULE)).toBe(12_310_000); // 3 h 25 min 10 s of ceilings
+    expect(scheduleSpanMs({ maxAttempts: 1, initialDelayMs: 5, maxDelayMs: 5 })).toBe(0);
+  });
+
+  it("is equal jitter: uniform in [ceiling/2, ceiling), deterministic with an injected random", () => {
+    expect(backoffMs(1, () => 0)).toBe(500);
+    expect(backoffMs(3, () => 0.5)).toBe(3000);
     expect(backoffMs(5, () => 0.999999)).toBe(15999);
+    expect(backoffMs(2, () => 0, DEFAULT_SCHEDULE)).toBe(10_000);
     for (let attempt = 1; attempt <= 5; attempt++) {
       for (let i = 0; i < 200; i++) {
         const d = backoffMs(attempt);
-        expect(d).toBeGreaterThanOrEqual(0);
+        expect(d).toBeGreaterThanOrEqual(backoffCeilingMs(attempt) / 2);
         expect(d).toBeLessThan(backoffCeilingMs(attempt));
       }
     }
+  });
+});
+
+describe("retryOrGiveUp (a retry never comes after the key expires)", () => {
+  const now = new Date("2026-12-03T12:00:00Z");
+  const at = (s: number) => new Date(now.getTime() + s * 1000);
+  it("retries while the next attempt is more than the send margin before the key expires; otherwise fails with the reason", () => {
+    expect(retryOrGiveUp(10_000, now, at(3600), false)).toEqual({ retry: true, delayMs: 10_000 });
+    expect(retryOrGiveUp(3_000_000, now, at(3600), false).retry).toBe(true); // 10 min before
+    const no = retryOrGiveUp(3_570_000, now, at(3600), false);
+    expect(no.retry).toBe(false);
+    expect(!no.retry && no.reason).toMatch(/^not retried: the next attempt \(at 2026-12-03T12:59:30.000Z\) would come less than 60 s before its key expires at 2026-12-03T13:00:00.000Z, and a replay after expiry is unsafe/);
+    expect(retryOrGiveUp(3_545_000, now, at(3600), false).retry).toBe(false); // 55 s before: inside the margin
+  });
+  it("does not bound an item without a live key, or a forced one", () => {
+    expect(retryOrGiveUp(3_000_000, now, null, false).retry).toBe(true);
+    expect(retryOrGiveUp(3_000_000, now, at(-10), false).retry).toBe(true);
+    expect(retryOrGiveUp(3_000_000, now, at(3600), true).retry).toBe(true);
   });
 });
 

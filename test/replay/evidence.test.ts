@@ -9,18 +9,18 @@
 import http from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterAll, afterEach, describe, expect, it } from "vitest";
-import { parseInput } from "../../lib/http/validate";
-import { startReplayRequest } from "../../lib/replay/schema";
-import { GET as attemptsRoute } from "../../app/api/v1/dead-letters/[id]/attempts/route";
-import { GET as deadLetterRoute } from "../../app/api/v1/dead-letters/[id]/route";
-import { cliPrincipal } from "../../lib/auth/principal";
-import { startReplayWorker, type ReplayWorker } from "../../lib/replay/executor";
-import { createPreflight } from "../../lib/replay/preflight";
-import { getReplay, startReplay } from "../../lib/replay/replays";
-import { decodeExcerpt, EVIDENCE_BODY_BYTES } from "../../lib/replay/send-http";
-import { makeSource, uniq } from "../setup/db";
-import { makeApiKey } from "../setup/http";
-import { readyForReplay, seedDeadLetters } from "../setup/replay";
+import { parseInput } from "@/lib/http/validate";
+import { startReplayRequest } from "@/lib/replay/schema";
+import { GET as attemptsRoute } from "@/app/api/v1/dead-letters/[id]/attempts/route";
+import { GET as deadLetterRoute } from "@/app/api/v1/dead-letters/[id]/route";
+import { cliPrincipal } from "@/lib/auth/principal";
+import { startReplayWorker, type ReplayWorker } from "@/lib/replay/executor";
+import { createPreflight } from "@/lib/replay/preflight";
+import { getReplay, startReplay } from "@/lib/replay/replays";
+import { decodeExcerpt, EVIDENCE_BODY_BYTES } from "@/lib/replay/send-http";
+import { makeSource, uniq } from "@/test/setup/db";
+import { makeApiKey } from "@/test/setup/http";
+import { readyForReplay, seedDeadLetters } from "@/test/setup/replay";
 
 const ACTOR = cliPrincipal();
 
@@ -125,6 +125,15 @@ describe("replay attempts", { timeout: 90_000 }, () => {
     expect(items[0]).toMatchObject({ replayId, destination: dest.url, responseBody: "thanks", error: null });
     expect(items[1]).toMatchObject({ responseBody: null, error: `connection to ${new URL(dest.url).host} closed before a response` });
     expect(items[2]).toMatchObject({ responseBody: "overloaded, try later", error: "HTTP 503 Service Unavailable: overloaded, try later" });
+    // The headers sent (the signature masked: its scheme and first characters only) and the answer's (issue 23 item 7).
+    const sent = new Map<string, string>(items[0].requestHeaders);
+    expect(sent.get("content-type")).toBe("application/json");
+    expect(sent.get("webhook-id")).toMatch(/^evt-/);
+    expect(sent.get("webhook-signature")).toMatch(/^v1,\S{6}… \(masked\)$/);
+    expect(Number(sent.get("content-length"))).toBeGreaterThan(0);
+    expect(items[0].responseHeaders.map(([n]: [string, string]) => n.toLowerCase())).toContain("date");
+    expect(items[1].responseHeaders).toBeNull(); // no answer at all
+    expect(items[2].responseHeaders.length).toBeGreaterThan(0);
     for (const a of items) {
       expect(Number.isInteger(a.latencyMs) && a.latencyMs >= 0).toBe(true);
       expect(typeof a.id).toBe("string");

@@ -8,17 +8,18 @@
 import http from "node:http";
 import { afterAll, afterEach, describe, expect, it } from "vitest";
 import { Webhook } from "standardwebhooks";
-import { claimEvent } from "../../lib/claims/claim";
-import { cliPrincipal } from "../../lib/auth/principal";
-import { createPreflight } from "../../lib/replay/preflight";
-import { getReplay, startReplay } from "../../lib/replay/replays";
-import { startReplayWorker, type ReplayWorker } from "../../lib/replay/executor";
-import { afterAttempt } from "../../lib/replay/attempts";
-import { batchSize } from "../../lib/replay/feed";
-import { makeSource, sql, uniq } from "../setup/db";
-import { readyForReplay, seedDeadLetters, setKeyExpiry } from "../setup/replay";
-import { startReplayRequest } from "../../lib/replay/schema";
-import { parseInput } from "../../lib/http/validate";
+import { claimEvent } from "@/lib/claims/claim";
+import { cliPrincipal } from "@/lib/auth/principal";
+import { createPreflight } from "@/lib/replay/preflight";
+import { getReplay, startReplay } from "@/lib/replay/replays";
+import { startReplayWorker, type ReplayWorker } from "@/lib/replay/executor";
+import { afterAttempt } from "@/lib/replay/attempts";
+import { batchSize } from "@/lib/replay/feed";
+import { makeSource, sql, uniq } from "@/test/setup/db";
+import { readyForReplay, seedDeadLetters, setKeyExpiry } from "@/test/setup/replay";
+import { startReplayRequest } from "@/lib/replay/schema";
+import { parseInput } from "@/lib/http/validate";
+import type { Json } from "@/test/setup/json";
 
 /** How long and how often the tests look for a replay's progress (a bound on waiting, not a speed check). */
 const POLL = { timeout: 30_000, interval: 100 };
@@ -125,10 +126,10 @@ describe("the executor", () => {
     expect([...rx.processed.keys()].sort()).toEqual(events.slice(5).sort());
     const letters = await sql<{ status: string; settled: boolean }>("SELECT status, settled_at IS NOT NULL AS settled FROM dead_letters WHERE source = $1", [source]);
     expect(letters.every((l) => l.status === "delivered" && l.settled)).toBe(true);
-    const audit = await sql<{ event_id: string; detail: any }>("SELECT event_id, detail FROM audit_events WHERE source = $1 AND kind = 'replayed'", [source]);
+    const audit = await sql<{ event_id: string; detail: Json }>("SELECT event_id, detail FROM audit_events WHERE source = $1 AND kind = 'replayed'", [source]);
     expect(audit).toHaveLength(12);
     expect(audit.every((a) => a.detail.outcome === "delivered" && a.detail.replayId === replayId && a.detail.status === 200)).toBe(true);
-    const [done] = await sql<{ detail: any }>(
+    const [done] = await sql<{ detail: Json }>(
       "SELECT detail FROM audit_events WHERE kind = 'operator' AND detail->>'action' = 'replay.complete' AND detail->'target'->>'id' = $1",
       [replayId],
     );
@@ -219,7 +220,7 @@ describe("the executor", () => {
     const { source } = await setup(10, 0);
     const pf = await createPreflight({ source }, ACTOR);
     const { replayId } = await startReplay(parseInput(startReplayRequest, { preflightId: pf.preflightId, include: ["never_processed"], ratePerSecond: 4, concurrency: 1 }), uniq("k"), ACTOR);
-    const { changeReplay } = await import("../../lib/replay/replays");
+    const { changeReplay } = await import("@/lib/replay/replays");
     worker();
     await expect.poll(async () => (await getReplay(replayId)).counts.delivered, { ...POLL, message: "first delivery" }).toBeGreaterThanOrEqual(1);
     await changeReplay(replayId, "pause", ACTOR);
@@ -272,7 +273,7 @@ describe("the executor", () => {
     const { source, rx } = await setup(12, 0);
     const pf = await createPreflight({ source }, ACTOR);
     const { replayId } = await startReplay(parseInput(startReplayRequest, { preflightId: pf.preflightId, include: ["never_processed"], ratePerSecond: 4, concurrency: 1 }), uniq("k"), ACTOR);
-    const { changeReplay } = await import("../../lib/replay/replays");
+    const { changeReplay } = await import("@/lib/replay/replays");
     worker();
     await expect.poll(async () => (await getReplay(replayId)).counts.delivered, { ...POLL, message: "first delivery" }).toBeGreaterThanOrEqual(1);
     await changeReplay(replayId, "cancel", ACTOR);

@@ -7,48 +7,28 @@
  * as they arrived; the content type is the stored one; a non-plain event id arrives as a stable ASCII
  * `webhook-id` with the original in `keyward-event-id`, and the receiver processes it exactly once.
  */
-import http from "node:http";
-import type { AddressInfo } from "node:net";
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { POST as batchRoute } from "../../app/api/v1/dead-letters/batch/route";
-import { cliPrincipal } from "../../lib/auth/principal";
-import { startReplayWorker, type ReplayWorker } from "../../lib/replay/executor";
-import { webhookIdFor } from "../../lib/replay/deliver";
-import { createPreflight } from "../../lib/replay/preflight";
-import { getReplay, startReplay } from "../../lib/replay/replays";
-import { matchFastRoute, serveFast } from "../../lib/server/fast-routes";
-import { makeSource, uniq } from "../setup/db";
-import { makeApiKey, post } from "../setup/http";
-import { startReceiver, type Delivery, type Receiver } from "../setup/receiver";
-import { readyForReplay } from "../setup/replay";
-import { startReplayRequest } from "../../lib/replay/schema";
-import { parseInput } from "../../lib/http/validate";
+import { beforeAll, describe, expect, it } from "vitest";
+import { POST as batchRoute } from "@/app/api/v1/dead-letters/batch/route";
+import { cliPrincipal } from "@/lib/auth/principal";
+import { startReplayWorker } from "@/lib/replay/executor";
+import { webhookIdFor } from "@/lib/replay/deliver";
+import { createPreflight } from "@/lib/replay/preflight";
+import { getReplay, startReplay } from "@/lib/replay/replays";
+import { makeSource, uniq } from "@/test/setup/db";
+import { makeApiKey, post } from "@/test/setup/http";
+import { startReceiver, type Delivery, type Receiver } from "@/test/setup/receiver";
+import { readyForReplay } from "@/test/setup/replay";
+import { startReplayRequest } from "@/lib/replay/schema";
+import { parseInput } from "@/lib/http/validate";
+import { useClaimApi } from "@/test/setup/claim-api";
 
 const ACTOR = cliPrincipal();
-let claimApi: http.Server;
-let keywardUrl: string;
+const claimApi = useClaimApi();
+const { receivers, workers } = claimApi;
 let apiKey: string;
-const receivers: Receiver[] = [];
-const workers: ReplayWorker[] = [];
 
 beforeAll(async () => {
-  // The claim API as `keyward start` serves it (same route modules, same dispatch), without a Next build.
-  claimApi = http.createServer((req, res) => {
-    const m = matchFastRoute(req.method, req.url);
-    if (m) void serveFast(m, req, res);
-    else res.writeHead(404).end();
-  });
-  await new Promise<void>((r) => claimApi.listen(0, "127.0.0.1", r));
-  keywardUrl = `http://127.0.0.1:${(claimApi.address() as AddressInfo).port}`;
   apiKey = (await makeApiKey(["claims:write", "deadletters:write"])).key;
-});
-afterEach(async () => {
-  for (const w of workers.splice(0)) await w.stop();
-});
-afterAll(async () => {
-  for (const r of receivers) await r.stop();
-  claimApi.closeAllConnections();
-  await new Promise((r) => claimApi.close(r));
 });
 
 type Letter = { eventId: string; bytes: Buffer; contentType: string; item: string };
@@ -70,7 +50,7 @@ const rawLetter = (eventId: string, bytes: Buffer, contentType: string): Letter 
 /** Stores the letters, replays them all, waits for the end; answers the deliveries by original event id. */
 async function replayAll(letters: Letter[]): Promise<{ rx: Receiver; byEvent: Map<string, Delivery[]>; replayId: string }> {
   const source = await makeSource();
-  const rx = await startReceiver({ keywardUrl, apiKey, source });
+  const rx = await startReceiver({ keywardUrl: claimApi.url(), apiKey, source });
   receivers.push(rx);
   rx.setSecret(await readyForReplay(source, rx.url));
   const raw = `{"items":[\n${letters.map((l) => l.item.replace("%SOURCE%", source)).join(",\n")}\n]}`;

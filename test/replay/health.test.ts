@@ -5,22 +5,20 @@
  * Stalled: a receiver that hangs, and a replay whose lease a dead worker holds; "no result for so long" is
  * set with SQL (the replay's clocks moved back), not waited for.
  */
-import http from "node:http";
-import type { AddressInfo } from "node:net";
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { GET as listRoute } from "../../app/api/v1/replays/route";
-import { GET as getRoute } from "../../app/api/v1/replays/[id]/route";
-import { GET as overviewRoute } from "../../app/api/v1/overview/route";
-import { cliPrincipal } from "../../lib/auth/principal";
-import { startReplayWorker, type ReplayWorker } from "../../lib/replay/executor";
-import { FAILING_AFTER, replayHealth, stallAfterMs, type HealthInput } from "../../lib/replay/health";
-import { createPreflight } from "../../lib/replay/preflight";
-import { changeReplay, getReplay, startReplay } from "../../lib/replay/replays";
-import { matchFastRoute, serveFast } from "../../lib/server/fast-routes";
-import { makeSource, sql, uniq } from "../setup/db";
-import { makeApiKey } from "../setup/http";
-import { startReceiver, type Receiver, type ReceiverOptions } from "../setup/receiver";
-import { readyForReplay, seedDeadLetters } from "../setup/replay";
+import { beforeAll, describe, expect, it } from "vitest";
+import { GET as listRoute } from "@/app/api/v1/replays/route";
+import { GET as getRoute } from "@/app/api/v1/replays/[id]/route";
+import { GET as overviewRoute } from "@/app/api/v1/overview/route";
+import { cliPrincipal } from "@/lib/auth/principal";
+import { startReplayWorker } from "@/lib/replay/executor";
+import { FAILING_AFTER, replayHealth, stallAfterMs, type HealthInput } from "@/lib/replay/health";
+import { createPreflight } from "@/lib/replay/preflight";
+import { changeReplay, getReplay, startReplay } from "@/lib/replay/replays";
+import { makeSource, sql, uniq } from "@/test/setup/db";
+import { makeApiKey } from "@/test/setup/http";
+import { startReceiver, type ReceiverOptions } from "@/test/setup/receiver";
+import { readyForReplay, seedDeadLetters } from "@/test/setup/replay";
+import { useClaimApi } from "@/test/setup/claim-api";
 
 const ACTOR = cliPrincipal();
 const S = 1000;
@@ -55,10 +53,15 @@ describe("replayHealth (pure)", () => {
     // Nothing recorded yet: counted from when it started running; a resume restarts that clock.
     expect(replayHealth(input({ lastSettledAt: null, runningSince: ago(40 * S) }), now, 10_000).reason).toMatch(/^nothing recorded since it started running for 40 s/);
     expect(replayHealth(input({ lastSettledAt: ago(600 * S), runningSince: ago(2 * S) }), now, 10_000).state).toBe("ok");
-    // Only a running replay stalls.
-    for (const status of ["paused", "completed", "cancelled"] as const) {
-      expect(replayHealth(input({ status, lastSettledAt: ago(600 * S) }), now, 10_000).state).toBe("ok");
+    // Only a running replay stalls; a finished one has no health (its outcome says how it ended).
+    expect(replayHealth(input({ status: "paused", lastSettledAt: ago(600 * S) }), now, 10_000).state).toBe("ok");
+    for (const status of ["completed", "cancelled"] as const) {
+      expect(replayHealth(input({ status, lastSettledAt: ago(600 * S) }), now, 10_000).state).toBe("finished");
     }
+    // Items waiting for a retry not due yet are no stall; once due, the clock runs from then.
+    expect(replayHealth(input({ lastSettledAt: ago(600 * S), nextAttemptAt: new Date(now.getTime() + 300 * S) }), now, 10_000).state).toBe("ok");
+    expect(replayHealth(input({ lastSettledAt: ago(600 * S), nextAttemptAt: ago(10 * S) }), now, 10_000).state).toBe("ok");
+    expect(replayHealth(input({ lastSettledAt: ago(600 * S), nextAttemptAt: ago(30 * S) }), now, 10_000).state).toBe("stalled");
   });
 
   it(`failing after ${FAILING_AFTER} consecutive failed attempts (running or paused), with the latest error; stalled wins`, () => {
@@ -74,37 +77,20 @@ describe("replayHealth (pure)", () => {
       lastErrorAt: err.lastErrorAt.toISOString(),
     });
     expect(replayHealth(input({ status: "paused", consecutiveFailures: 9, ...err }), now, 10_000).state).toBe("failing");
-    expect(replayHealth(input({ status: "completed", consecutiveFailures: 9, ...err }), now, 10_000).state).toBe("ok");
+    expect(replayHealth(input({ status: "completed", consecutiveFailures: 9, ...err }), now, 10_000).state).toBe("finished");
     expect(replayHealth(input({ consecutiveFailures: 9, ...err, lastSettledAt: ago(60 * S) }), now, 10_000).state).toBe("stalled");
   });
 });
 
-let claimApi: http.Server;
-let keywardUrl: string;
+const claimApi = useClaimApi();
+const { receivers, workers } = claimApi;
 let claimsKey: string;
 let readKey: string;
-const receivers: Receiver[] = [];
-const workers: ReplayWorker[] = [];
 const sources: string[] = [];
 
 beforeAll(async () => {
-  claimApi = http.createServer((req, res) => {
-    const m = matchFastRoute(req.method, req.url);
-    if (m) void serveFast(m, req, res);
-    else res.writeHead(404).end();
-  });
-  await new Promise<void>((r) => claimApi.listen(0, "127.0.0.1", r));
-  keywardUrl = `http://127.0.0.1:${(claimApi.address() as AddressInfo).port}`;
   claimsKey = (await makeApiKey(["claims:write"])).key;
   readKey = (await makeApiKey(["read"])).key;
-});
-afterEach(async () => {
-  for (const w of workers.splice(0)) await w.stop();
-});
-afterAll(async () => {
-  for (const r of receivers) await r.stop();
-  claimApi.closeAllConnections();
-  await new Promise((r) => claimApi.close(r));
 });
 
 type Handler = (req: Request, ctx?: { params: Promise<Record<string, string>> }) => Promise<Response>;
@@ -124,7 +110,7 @@ async function until(what: string, check: () => Promise<boolean> | boolean, ms =
 async function running(n: number, rx: Partial<ReceiverOptions>, o: { concurrency?: number; timeoutMs?: number; worker?: boolean } = {}) {
   const source = await makeSource();
   sources.push(source);
-  const receiver = await startReceiver({ keywardUrl, apiKey: claimsKey, source, ...rx });
+  const receiver = await startReceiver({ keywardUrl: claimApi.url(), apiKey: claimsKey, source, ...rx });
   receivers.push(receiver);
   receiver.setSecret(await readyForReplay(source, receiver.url));
   await seedDeadLetters(source, Array.from({ length: n }, (_, i) => `evt-${i}-${uniq()}`));
@@ -235,7 +221,8 @@ describe("health of running replays", { timeout: 120_000 }, () => {
     await until("completion", async () => (await getReplay(replayId)).status === "completed");
     const r = await getReplay(replayId);
     expect(r.counts.delivered).toBe(5);
-    expect(r.health).toMatchObject({ state: "ok", consecutiveFailures: 0, lastError: null, lastErrorAt: null });
+    expect(r.outcome).toBe("succeeded");
+    expect(r.health).toMatchObject({ state: "finished", consecutiveFailures: 0, lastError: null, lastErrorAt: null });
     expect(r.health.lastSettledAt).not.toBeNull();
   });
 });

@@ -4,14 +4,15 @@
  * counts, re-classified); staleness.
  */
 import { describe, expect, it } from "vitest";
-import { claimEvent } from "../../lib/claims/claim";
-import { completeClaim, releaseClaim } from "../../lib/claims/settle";
-import { cliPrincipal } from "../../lib/auth/principal";
-import { createPreflight, extendPreflight, getPreflight } from "../../lib/replay/preflight";
-import { makeSource, sql, uniq } from "../setup/db";
-import { seedDeadLetters, setKeyExpiry } from "../setup/replay";
-import { parseInput } from "../../lib/http/validate";
-import { preflightRequest } from "../../lib/replay/schema";
+import { claimEvent } from "@/lib/claims/claim";
+import { completeClaim, releaseClaim } from "@/lib/claims/settle";
+import { cliPrincipal } from "@/lib/auth/principal";
+import { createPreflight, extendPreflight, getPreflight } from "@/lib/replay/preflight";
+import { makeSource, sql, uniq } from "@/test/setup/db";
+import { seedDeadLetters, setKeyExpiry } from "@/test/setup/replay";
+import { parseInput } from "@/lib/http/validate";
+import { preflightParams, preflightRequest } from "@/lib/replay/schema";
+import type { Json } from "@/test/setup/json";
 
 const ACTOR = cliPrincipal();
 const HOUR = 3600;
@@ -69,7 +70,7 @@ describe("createPreflight", () => {
     expect(pf).toMatchObject({ source, windowSeconds: HOUR, extendedAt: null, truncated: false });
     expect(pf.items.find((i) => i.eventId === ids.expiredCompleted)!.processedAt).not.toBeNull();
     expect(pf.items.every((i) => i.reason.length > 10)).toBe(true);
-    expect(await getPreflight(pf.preflightId)).toEqual(pf);
+    expect(await getPreflight(pf.preflightId, cliPrincipal())).toEqual(pf);
   });
 
   it("the window defaults to the source's replay margin; ids and filters select; only pending letters", async () => {
@@ -112,8 +113,9 @@ describe("createPreflight", () => {
       expect(() => parseInput(preflightRequest, input), JSON.stringify(input)).toThrow(expect.objectContaining({ status: 422, message: expect.stringMatching(msg) }));
     }
     await expect(createPreflight({ source: "no-such-source-pf" }, ACTOR)).rejects.toMatchObject({ status: 404 });
-    await expect(getPreflight("not-a-uuid")).rejects.toMatchObject({ status: 404 });
-    await expect(getPreflight("00000000-0000-4000-8000-000000000000")).rejects.toMatchObject({ status: 404 });
+    // A malformed id is refused at the edge (the route's params, the CLI) with the same 404 as an unknown one.
+    expect(() => parseInput(preflightParams, { id: "not-a-uuid" })).toThrow(expect.objectContaining({ status: 404, code: "preflight_not_found" }));
+    await expect(getPreflight("00000000-0000-4000-8000-000000000000", cliPrincipal())).rejects.toMatchObject({ status: 404 });
   });
 });
 
@@ -149,12 +151,12 @@ describe("extendPreflight", () => {
     expect(left[ids.expiredCompleted]).toBeLessThan(0); // never resurrected
     expect(keys.find((k) => k.event_id === ids.alive)!.expires_at).toEqual(before);
 
-    const [action] = await sql<{ detail: any; actor: string }>(
+    const [action] = await sql<{ detail: Json; actor: string }>(
       "SELECT detail, actor FROM audit_events WHERE kind = 'operator' AND detail->>'action' = 'replay.preflight.extend' AND detail->'target'->>'id' = $1",
       [pf.preflightId],
     );
     expect(action.detail.after).toMatchObject({ extended: 1, alive: 2, expiring: 1, windowSeconds: HOUR });
-    expect(await getPreflight(pf.preflightId)).toEqual(preflight);
+    expect(await getPreflight(pf.preflightId, cliPrincipal())).toEqual(preflight);
   });
 
   it("a stale preflight is refused with 409, and an unknown one is a 404", async () => {

@@ -5,13 +5,13 @@
  */
 import { randomBytes } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { claimEvent } from "../../lib/claims/claim";
-import { deliverOnce } from "../../lib/replay/deliver";
-import { startTestServer } from "../setup/auth";
-import { makeSource, uniq } from "../setup/db";
-import { keyRow, makeApiKey } from "../setup/http";
-import { seededRandom, startReceiver, type Receiver, type ReceiverOptions } from "../setup/receiver";
-import { stopServer, type Server } from "../setup/server";
+import { claimEvent } from "@/lib/claims/claim";
+import { deliverOnce } from "@/lib/replay/deliver";
+import { startTestServer } from "@/test/setup/auth";
+import { makeSource, uniq } from "@/test/setup/db";
+import { keyRow, makeApiKey } from "@/test/setup/http";
+import { seededRandom, startReceiver, type Receiver, type ReceiverOptions } from "@/test/setup/receiver";
+import { stopServer, type Server } from "@/test/setup/server";
 
 const newSecret = () => `whsec_${randomBytes(24).toString("base64")}`;
 

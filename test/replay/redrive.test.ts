@@ -6,14 +6,14 @@
  * lost" are counted, not assumed.
  */
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
-import { deliverOnce } from "../../lib/replay/deliver";
-import { batchSize } from "../../lib/replay/feed";
-import { call, signedInUser } from "../setup/auth";
-import { makeSource, uniq } from "../setup/db";
-import { expireKey, makeApiKey } from "../setup/http";
-import { usePrivateDatabase } from "../setup/private-db";
-import { startReceiver, type Receiver, type ReceiverOptions } from "../setup/receiver";
-import { baseEnv, freePort, startKeyward, stopServer, type Server } from "../setup/server";
+import { deliverOnce } from "@/lib/replay/deliver";
+import { batchSize } from "@/lib/replay/feed";
+import { call, signedInUser } from "@/test/setup/auth";
+import { makeSource, uniq } from "@/test/setup/db";
+import { expireKey, makeApiKey } from "@/test/setup/http";
+import { usePrivateDatabase } from "@/test/setup/private-db";
+import { startReceiver, type Receiver, type ReceiverOptions } from "@/test/setup/receiver";
+import { baseEnv, freePort, startKeyward, stopServer, type Server } from "@/test/setup/server";
 
 usePrivateDatabase();
 

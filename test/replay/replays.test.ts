@@ -4,19 +4,22 @@
  * the operator action log. No deliveries happen here (no worker runs); executor.test.ts delivers.
  */
 import { describe, expect, it } from "vitest";
-import { POST as startRoute, GET as listRoute } from "../../app/api/v1/replays/route";
-import { GET as getRoute } from "../../app/api/v1/replays/[id]/route";
-import { POST as pauseRoute } from "../../app/api/v1/replays/[id]/pause/route";
-import { POST as resumeRoute } from "../../app/api/v1/replays/[id]/resume/route";
-import { POST as cancelRoute } from "../../app/api/v1/replays/[id]/cancel/route";
-import { POST as preflightRoute } from "../../app/api/v1/replays/preflight/route";
-import { GET as deadLettersRoute } from "../../app/api/v1/dead-letters/route";
-import { GET as deadLetterRoute } from "../../app/api/v1/dead-letters/[id]/route";
-import { GET as preflightGetRoute } from "../../app/api/v1/replays/preflight/[id]/route";
-import { claimEvent } from "../../lib/claims/claim";
-import { makeSource, sql, uniq } from "../setup/db";
-import { isErrorBody, makeApiKey } from "../setup/http";
-import { readyForReplay, seedDeadLetters, setKeyExpiry } from "../setup/replay";
+import { POST as startRoute, GET as listRoute } from "@/app/api/v1/replays/route";
+import { GET as getRoute } from "@/app/api/v1/replays/[id]/route";
+import { POST as pauseRoute } from "@/app/api/v1/replays/[id]/pause/route";
+import { POST as resumeRoute } from "@/app/api/v1/replays/[id]/resume/route";
+import { POST as cancelRoute } from "@/app/api/v1/replays/[id]/cancel/route";
+import { POST as preflightRoute } from "@/app/api/v1/replays/preflight/route";
+import { GET as deadLettersRoute } from "@/app/api/v1/dead-letters/route";
+import { GET as deadLetterRoute } from "@/app/api/v1/dead-letters/[id]/route";
+import { GET as preflightGetRoute } from "@/app/api/v1/replays/preflight/[id]/route";
+import * as replaysModule from "@/app/api/v1/replays/route";
+import { buildOpenApiDocument, operationsOf } from "@/lib/openapi/document";
+import { claimEvent } from "@/lib/claims/claim";
+import { makeSource, sql, uniq } from "@/test/setup/db";
+import { isErrorBody, makeApiKey } from "@/test/setup/http";
+import { readyForReplay, seedDeadLetters, setKeyExpiry } from "@/test/setup/replay";
+import type { Json } from "@/test/setup/json";
 
 type Handler = (req: Request, ctx?: { params: Promise<Record<string, string>> }) => Promise<Response>;
 
@@ -99,7 +102,7 @@ describe("POST /api/v1/replays", () => {
     expect(got.body.createdBy).toMatch(/^apikey:/);
     expect(got.body.items.map((i: { eventId: string }) => i.eventId).sort()).toEqual([events.alive, events.fresh].sort());
 
-    const [action] = await sql<{ detail: any }>(
+    const [action] = await sql<{ detail: Json }>(
       "SELECT detail FROM audit_events WHERE kind = 'operator' AND detail->>'action' = 'replay.start' AND detail->'target'->>'id' = $1",
       [first.body.replayId],
     );
@@ -170,7 +173,7 @@ describe("POST /api/v1/replays", () => {
   it("a forced replay of expired_processed items records the reason; expiring is accepted after an extend", async () => {
     const key = await operatorKey();
     const { preflightId } = await setup(key);
-    const { POST: extendRoute } = await import("../../app/api/v1/replays/preflight/[id]/extend/route");
+    const { POST: extendRoute } = await import("@/app/api/v1/replays/preflight/[id]/extend/route");
     const ext = await call(extendRoute, { key, body: {}, path: `/x/${preflightId}/extend`, params: { id: preflightId } });
     expect(ext.status).toBe(200);
     expect(ext.body.extended).toBe(1);
@@ -181,7 +184,7 @@ describe("POST /api/v1/replays", () => {
     expect(res.body.total).toBe(3);
     const [row] = await sql<{ forced: boolean; force_reason: string }>("SELECT forced, force_reason FROM replays WHERE id = $1", [res.body.replayId]);
     expect(row).toEqual({ forced: true, force_reason: reason });
-    const [action] = await sql<{ detail: any }>(
+    const [action] = await sql<{ detail: Json }>(
       "SELECT detail FROM audit_events WHERE kind = 'operator' AND detail->>'action' = 'replay.start' AND detail->'target'->>'id' = $1",
       [res.body.replayId],
     );
@@ -221,7 +224,7 @@ describe("pause, resume, cancel", () => {
     }
     const letters = await sql<{ status: string }>("SELECT status FROM dead_letters WHERE source = $1", [source]);
     expect(letters.every((l) => l.status === "pending")).toBe(true);
-    const replayed = await sql<{ detail: any }>("SELECT detail FROM audit_events WHERE source = $1 AND kind = 'replayed'", [source]);
+    const replayed = await sql<{ detail: Json }>("SELECT detail FROM audit_events WHERE source = $1 AND kind = 'replayed'", [source]);
     expect(replayed.map((r) => r.detail.outcome)).toEqual(["cancelled", "cancelled"]);
     const actions = await sql<{ a: string }>(
       "SELECT detail->>'action' AS a FROM audit_events WHERE kind = 'operator' AND detail->'target'->>'id' = $1 ORDER BY at, id",
@@ -254,6 +257,63 @@ describe("GET /api/v1/replays and GET /api/v1/dead-letters", () => {
     expect((await call(listRoute, { key, path: "/api/v1/replays?cursor=bogus" })).status).toBe(422);
   });
 
+  it("filters replays by outcome (succeeded, partial, failed, cancelled) and state (running, finished); 422 for any other value", async () => {
+    const key = await operatorKey();
+    const source = await makeSource(7 * 86400);
+    await readyForReplay(source, "http://127.0.0.1:9/never-called");
+    /** A replay of `n` fresh never-processed letters; `settle` gives each item its outcome and the replay its status. */
+    const replayOf = async (n: number, status: string, outcomes: string[]) => {
+      await seedDeadLetters(source, Array.from({ length: n }, () => `fresh-${uniq()}`));
+      const pf = await call(preflightRoute, { key, body: { source } });
+      expect(pf.status).toBe(201);
+      const started = await start(key, { preflightId: pf.body.preflightId, include: ["never_processed"] });
+      expect(started.body.total).toBe(n);
+      const id = started.body.replayId as string;
+      await sql(
+        `UPDATE replay_items i SET outcome = ($2::text[])[o.n] FROM (SELECT dead_letter_id, row_number() OVER (ORDER BY seq) AS n FROM replay_items WHERE replay_id = $1) o
+         WHERE i.replay_id = $1 AND i.dead_letter_id = o.dead_letter_id`,
+        [id, outcomes],
+      );
+      await sql(`UPDATE replays SET status = $2, finished_at = CASE WHEN $2 IN ('completed', 'cancelled') THEN now() END WHERE id = $1`, [id, status]);
+      return id;
+    };
+    const ids = {
+      succeeded: await replayOf(2, "completed", ["delivered", "delivered"]),
+      partial: await replayOf(2, "completed", ["delivered", "failed"]),
+      failed: await replayOf(2, "completed", ["failed", "skipped_unsafe"]),
+      cancelled: await replayOf(1, "cancelled", ["delivered"]),
+      running: await replayOf(1, "running", ["pending"]),
+      paused: await replayOf(1, "paused", ["failed"]),
+    };
+    const list = async (q: string) => {
+      const res = await call(listRoute, { key, path: `/api/v1/replays?source=${source}&${q}` });
+      expect(res.status).toBe(200);
+      return res.body.items as { id: string; outcome: string | null; status: string }[];
+    };
+    for (const outcome of ["succeeded", "partial", "failed", "cancelled"] as const) {
+      const items = await list(`outcome=${outcome}`);
+      expect(items.map((r) => r.id)).toEqual([ids[outcome]]);
+      // The filter and the outcome the API reports are one decision.
+      expect(items[0].outcome).toBe(outcome);
+    }
+    expect((await list("state=running")).map((r) => r.id)).toEqual([ids.paused, ids.running]);
+    expect((await list("state=finished")).map((r) => r.id)).toEqual([ids.cancelled, ids.failed, ids.partial, ids.succeeded]);
+    expect(await list("state=running&outcome=failed")).toEqual([]);
+    // The OpenAPI document names both parameters with their values.
+    const doc = buildOpenApiDocument(operationsOf([{ urlPattern: "/api/v1/replays", module: replaysModule }]), { version: "test" }) as {
+      paths: Record<string, { get: { parameters: { name: string; schema: { enum?: string[] } }[] } }>;
+    };
+    const params = Object.fromEntries(doc.paths["/api/v1/replays"].get.parameters.map((p) => [p.name, p.schema.enum]));
+    expect(params.outcome).toEqual(["succeeded", "partial", "failed", "cancelled"]);
+    expect(params.state).toEqual(["running", "finished"]);
+    for (const bad of ["outcome=ok", "outcome=completed", "state=paused", "outcome="]) {
+      const res = await call(listRoute, { key, path: `/api/v1/replays?${bad}` });
+      expect(res.status, bad).toBe(422);
+      expect(isErrorBody(res.body)).toBe(true);
+      expect(res.body.error.details.fields.map((f: { field: string }) => f.field)).toContain(bad.split("=")[0]);
+    }
+  });
+
   it("lists dead letters with key state, counts and key risk; pages without skips or repeats; both sorts", async () => {
     const key = await operatorKey();
     const { source, events } = await setup(key);
@@ -263,21 +323,23 @@ describe("GET /api/v1/replays and GET /api/v1/dead-letters", () => {
     // processed: expired key and processed → at risk; fresh: no key but never processed → safe, not counted;
     // expiring within 24 h: expiring (30 s)
     expect(all.body.counts.keyRisk).toEqual({ expired: 1, expiringSoon: 1 });
-    const processedFlag = Object.fromEntries(all.body.items.map((i: any) => [i.eventId, i.key.processed]));
-    expect(processedFlag).toMatchObject({ [events.processed]: true, [events.fresh]: false, [events.alive]: false });
-    const state = Object.fromEntries(all.body.items.map((i: any) => [i.eventId, i.key.state]));
+    const processedFlag = Object.fromEntries(all.body.items.map((i: Json) => [i.eventId, i.key.processed]));
+    // processed is the verdict's (lib/keys/verdict.ts): a live key was claimed, so its event was processed too
+    // (issue 23 §5: the API said false for a letter whose event page said "Processed").
+    expect(processedFlag).toMatchObject({ [events.processed]: true, [events.fresh]: false, [events.alive]: true });
+    const state = Object.fromEntries(all.body.items.map((i: Json) => [i.eventId, i.key.state]));
     expect(state).toEqual({ [events.alive]: "alive", [events.expiring]: "alive", [events.processed]: "expired", [events.fresh]: "none", [events.flight]: "in_flight" });
 
     for (const sort of ["failedAt", "keyExpiry"]) {
       const seen: string[] = [];
       let cursor: string | null = null;
       do {
-        const res: any = await call(deadLettersRoute, {
+        const res: Json = await call(deadLettersRoute, {
           key,
           path: `/api/v1/dead-letters?source=${source}&limit=2&sort=${sort}${cursor ? `&cursor=${cursor}` : ""}`,
         });
         expect(res.status).toBe(200);
-        seen.push(...res.body.items.map((i: any) => i.eventId));
+        seen.push(...res.body.items.map((i: Json) => i.eventId));
         cursor = res.body.next;
       } while (cursor);
       expect(seen.length, sort).toBe(5);

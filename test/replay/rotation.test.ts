@@ -5,56 +5,38 @@
  * period, then with the new one only. Receivers are test/setup/receiver.ts (standardwebhooks verify, plus a
  * hand-written HMAC over the bytes received), claiming through Keyward's real claim handlers.
  */
-import http from "node:http";
-import type { AddressInfo } from "node:net";
 import { Webhook } from "standardwebhooks";
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { cliPrincipal } from "../../lib/auth/principal";
-import { signWebhook } from "../../lib/replay/deliver";
-import { startReplayWorker, type ReplayWorker } from "../../lib/replay/executor";
-import { createPreflight } from "../../lib/replay/preflight";
-import { getReplay, startReplay } from "../../lib/replay/replays";
-import { matchFastRoute, serveFast } from "../../lib/server/fast-routes";
-import { replayTarget, rotateSigningSecret, rotateSigningSecretRequest } from "../../lib/sources/signing-secret";
-import { getSource, updateSource } from "../../lib/sources/sources";
-import { makeSource, sql, uniq } from "../setup/db";
-import { makeApiKey } from "../setup/http";
-import { startReceiver, type Receiver } from "../setup/receiver";
-import { readyForReplay, seedDeadLetters } from "../setup/replay";
-import { startReplayRequest } from "../../lib/replay/schema";
-import { parseInput } from "../../lib/http/validate";
+import { beforeAll, describe, expect, it } from "vitest";
+import { cliPrincipal } from "@/lib/auth/principal";
+import { signWebhook } from "@/lib/replay/deliver";
+import { startReplayWorker } from "@/lib/replay/executor";
+import { createPreflight } from "@/lib/replay/preflight";
+import { getReplay, startReplay } from "@/lib/replay/replays";
+import { replayTarget, rotateSigningSecret, rotateSigningSecretRequest } from "@/lib/sources/signing-secret";
+import { getSource, updateSource } from "@/lib/sources/sources";
+import { makeSource, sql, uniq } from "@/test/setup/db";
+import { makeApiKey } from "@/test/setup/http";
+import { startReceiver, type Receiver } from "@/test/setup/receiver";
+import { readyForReplay, seedDeadLetters } from "@/test/setup/replay";
+import { startReplayRequest } from "@/lib/replay/schema";
+import { parseInput } from "@/lib/http/validate";
+import type { Json } from "@/test/setup/json";
+import { useClaimApi } from "@/test/setup/claim-api";
 
 /** How long and how often the tests look for a replay's progress (a bound on waiting, not a speed check). */
 const POLL = { timeout: 30_000, interval: 25 };
 
 const ACTOR = cliPrincipal();
-let claimApi: http.Server;
-let keywardUrl: string;
+const claimApi = useClaimApi();
+const { receivers, workers } = claimApi;
 let apiKey: string;
-const receivers: Receiver[] = [];
-const workers: ReplayWorker[] = [];
 
 beforeAll(async () => {
-  claimApi = http.createServer((req, res) => {
-    const m = matchFastRoute(req.method, req.url);
-    if (m) void serveFast(m, req, res);
-    else res.writeHead(404).end();
-  });
-  await new Promise<void>((r) => claimApi.listen(0, "127.0.0.1", r));
-  keywardUrl = `http://127.0.0.1:${(claimApi.address() as AddressInfo).port}`;
   apiKey = (await makeApiKey(["claims:write"])).key;
-});
-afterEach(async () => {
-  for (const w of workers.splice(0)) await w.stop();
-});
-afterAll(async () => {
-  for (const r of receivers) await r.stop();
-  claimApi.closeAllConnections();
-  await new Promise((r) => claimApi.close(r));
 });
 
 async function receiver(source: string, secret?: string) {
-  const r = await startReceiver({ keywardUrl, apiKey, source, secret });
+  const r = await startReceiver({ keywardUrl: claimApi.url(), apiKey, source, secret });
   receivers.push(r);
   return r;
 }
@@ -122,7 +104,7 @@ describe("rotation grace period", () => {
     for (const bad of [{ graceSeconds: -1 }, { graceSeconds: 31 * 86400 }, { graceSeconds: 1.5 }, { grace: 1 }]) {
       expect(() => parseInput(rotateSigningSecretRequest, bad)).toThrow(expect.objectContaining({ status: 422 }));
     }
-    const actions = await sql<{ detail: any }>(
+    const actions = await sql<{ detail: Json }>(
       "SELECT detail FROM audit_events WHERE kind = 'operator' AND source = $1 AND detail->>'action' = 'source.signing_secret.rotate' ORDER BY at",
       [source],
     );

@@ -3,17 +3,18 @@
  * encrypted (never in a source's JSON), rotation recorded; dead-letter retention prunes settled letters only.
  */
 import { describe, expect, it } from "vitest";
-import { PATCH as patchSource, GET as getSourceRoute } from "../../app/api/v1/sources/[name]/route";
-import { POST as rotateRoute } from "../../app/api/v1/sources/[name]/signing-secret/route";
-import { cliPrincipal } from "../../lib/auth/principal";
-import { listSources, updateSource } from "../../lib/sources/sources";
-import { decryptSecret, encryptSecret, replayTarget, rotateSigningSecret } from "../../lib/sources/signing-secret";
-import { pruneSettledDeadLetters } from "../../lib/deadletters/prune";
-import { makeSource, sql } from "../setup/db";
-import { makeApiKey } from "../setup/http";
-import { seedDeadLetters } from "../setup/replay";
-import { updateSourceRequest } from "../../lib/sources/schema";
-import { parseInput } from "../../lib/http/validate";
+import { PATCH as patchSource, GET as getSourceRoute } from "@/app/api/v1/sources/[name]/route";
+import { POST as rotateRoute } from "@/app/api/v1/sources/[name]/signing-secret/route";
+import { cliPrincipal } from "@/lib/auth/principal";
+import { listSources, updateSource } from "@/lib/sources/sources";
+import { decryptSecret, encryptSecret, replayTarget, rotateSigningSecret } from "@/lib/sources/signing-secret";
+import { pruneSettledDeadLetters } from "@/lib/deadletters/prune";
+import { makeSource, sql } from "@/test/setup/db";
+import { makeApiKey } from "@/test/setup/http";
+import { seedDeadLetters } from "@/test/setup/replay";
+import { updateSourceRequest } from "@/lib/sources/schema";
+import { parseInput } from "@/lib/http/validate";
+import type { Json } from "@/test/setup/json";
 
 const ACTOR = cliPrincipal();
 
@@ -49,7 +50,7 @@ describe("replay destination and signing secret", () => {
     const listed = (await listSources()).find((s) => s.name === source)!;
     expect(listed).toMatchObject({ replayDestination: "https://example.test/hooks" });
     expect(JSON.stringify(listed)).not.toMatch(/signingSecretEnc|whsec_/);
-    const actions = await sql<{ detail: any }>(
+    const actions = await sql<{ detail: Json }>(
       "SELECT detail FROM audit_events WHERE kind = 'operator' AND source = $1 AND detail->>'action' = 'source.signing_secret.rotate' ORDER BY at",
       [source],
     );

@@ -1,32 +1,19 @@
-/** components/replay/prepare.ts: the Replay screen's categories, counts, keys at risk, confirm rule and progress. Pure; no database. */
+/** The Replay screen's pure side (components/replay/categories.ts, dead-letter-list.ts, key-risk.ts, wizard.ts, progress.ts): categories, counts, keys at risk, the wizard and its confirm rule, progress. Pure; no database. */
+import { describeSchedule, describeWait } from "@/components/replay/progress";
 import { describe, expect, it } from "vitest";
+import { CATEGORY_INFO, categoryRows, itemsByCategory } from "@/components/replay/categories";
 import {
-  CATEGORY_INFO,
-  categoryRows,
   checkConfirm,
   confirmMatches,
   confirmPhrase,
-  countRows,
   defaultInclude,
-  describeExpiry,
   describeSelection,
-  filterParams,
   idempotencyKeyFor,
   includable,
-  isoToLocalInput,
-  itemsByCategory,
-  keyRiskHeadline,
-  keysAtRisk,
-  localInputToIso,
   needsExtend,
-  outcomeRows,
-  pollInterval,
   preflightBody,
   preflightValidity,
-  replayControls,
   replayCount,
-  replayHeadline,
-  replayProgress,
   selectionFromChecked,
   selectionFromFilters,
   type ConfirmState,
@@ -35,9 +22,13 @@ import {
   currentStep,
   type WizardEvent,
   type WizardState,
-} from "../../components/replay/prepare";
-import type { DeadLetter } from "../../lib/deadletters/schema";
-import type { Preflight, PreflightCounts, PreflightItem, ReplaySummary } from "../../lib/replay/schema";
+} from "@/components/replay/wizard";
+import { countRows, filterParams } from "@/components/replay/dead-letter-list";
+import { describeExpiry, keyRiskHeadline, keysAtRisk } from "@/components/replay/key-risk";
+import { isoToLocalInput, localInputToIso } from "@/components/ui/datetime-input";
+import { outcomeRows, pollInterval, replayControls, replayHeadline, replayProgress } from "@/components/replay/progress";
+import type { DeadLetter } from "@/lib/deadletters/schema";
+import type { Preflight, PreflightCounts, PreflightItem, ReplaySummary } from "@/lib/replay/schema";
 
 const NOW = Date.parse("2026-12-02T12:00:00Z");
 const H = 3_600_000;
@@ -77,6 +68,9 @@ const preflight = (c: Partial<PreflightCounts>, extendedAt: string | null = null
   retryOf: null,
   counts: counts(c),
   items: [],
+  checks: [],
+  ready: true,
+  retryDefault: { maxAttempts: 12, initialDelaySeconds: 10, maxDelaySeconds: 3600 },
 });
 
 describe("categories", () => {
@@ -136,7 +130,7 @@ describe("countRows", () => {
 });
 
 describe("keysAtRisk", () => {
-  it("keeps pending ones with no live key that were processed, or a key expiring within 24 h, soonest (oldest) first", () => {
+  it("keeps pending ones with no live key that were processed (at risk), or protected by a key expiring within 24 h, soonest (oldest) first", () => {
     const items = [
       dl({ id: "later", key: { state: "alive", expiresAt: iso(NOW + 20 * H) } }),
       dl({ id: "safe", key: { state: "alive", expiresAt: iso(NOW + 30 * H) } }),
@@ -149,12 +143,23 @@ describe("keysAtRisk", () => {
       dl({ id: "never-claimed", key: { state: "none", expiresAt: null, processed: false } }),
       dl({ id: "released", key: { state: "expired", expiresAt: iso(NOW - 2 * H), processed: false } }),
       dl({ id: "delivered", status: "delivered", key: { state: "expired", expiresAt: iso(NOW - H) } }),
-      dl({ id: "flight", key: { state: "in_flight", expiresAt: iso(NOW + H) } }),
+      dl({ id: "flight", key: { state: "in_flight", expiresAt: iso(NOW + 2 * H) } }),
+      dl({ id: "flight-later", key: { state: "in_flight", expiresAt: iso(NOW + 30 * H) } }),
     ];
     const risks = keysAtRisk(items, NOW);
-    expect(risks.map((r) => r.item.id)).toEqual(["gone-unknown", "never", "gone-long", "gone-recent", "soon", "later"]);
-    expect(risks.map((r) => r.expired)).toEqual([true, true, true, true, false, false]);
-    expect(risks.map((r) => r.label)).toEqual(["expired", "no live key", "expired 5h ago", "expired 1h ago", "expires in 1h", "expires in 20h"]);
+    expect(risks.map((r) => r.item.id)).toEqual(["gone-unknown", "never", "gone-long", "gone-recent", "soon", "flight", "later"]);
+    expect(risks.map((r) => r.expired)).toEqual([true, true, true, true, false, false, false]);
+    expect(risks.map((r) => r.label)).toEqual([
+      "expired",
+      "no live key",
+      "expired 5h ago",
+      "expired 1h ago",
+      "protected, expires in 1h",
+      "protected, expires in 2h",
+      "protected, expires in 20h",
+    ]);
+    // The preflight's verdict on each (issue 23 §5: the panel never calls a protected letter at risk).
+    expect(risks.map((r) => r.verdict)).toEqual(["expired_processed", "expired_processed", "expired_processed", "expired_processed", "alive", "in_flight", "alive"]);
   });
 
   it("counts a key whose expiry passed as expired even if the list said alive", () => {
@@ -180,12 +185,20 @@ describe("keysAtRisk", () => {
     expect(describeExpiry(null, NOW)).toBe("expired");
   });
 
-  it("words the panel headline from the server's counts, or nothing when none is at risk", () => {
+  it("words the panel's title and headline from the server's counts: protected letters are not called at risk", () => {
     expect(keyRiskHeadline({ expired: 0, expiringSoon: 0 })).toBeNull();
-    expect(keyRiskHeadline({ expired: 1, expiringSoon: 0 })).toBe("Pending dead letters at risk: 1 processed before and no live key any more.");
-    expect(keyRiskHeadline({ expired: 2, expiringSoon: 1200 })).toBe(
-      "Pending dead letters at risk: 2 processed before and no live key any more, 1,200 whose keys expire within 24 h.",
-    );
+    expect(keyRiskHeadline({ expired: 1, expiringSoon: 0 })).toEqual({
+      title: "Keys at risk",
+      text: "Pending dead letters at risk: 1 processed before and no live key any more (a replay would process it twice).",
+    });
+    expect(keyRiskHeadline({ expired: 2, expiringSoon: 1200 })).toEqual({
+      title: "Keys at risk",
+      text: "Pending dead letters at risk: 2 processed before and no live key any more (a replay would process them twice). 1,200 are still protected by a live key that expires within 24 h: replay or extend them before then.",
+    });
+    expect(keyRiskHeadline({ expired: 0, expiringSoon: 4 })).toEqual({
+      title: "Keys expiring within 24 h",
+      text: "No pending dead letter is at risk now; 4 are still protected by a live key that expires within 24 h: replay or extend them before then.",
+    });
   });
 });
 
@@ -367,7 +380,7 @@ describe("progress", () => {
     expect(replayHeadline(running)).toBe("8 of 10 settled.");
     expect(replayHeadline({ ...running, status: "paused" })).toBe("8 of 10 settled (paused).");
     const done = summary({ status: "completed", counts: { pending: 0, delivering: 0, delivered: 8, failed: 1, skipped_unsafe: 1, cancelled: 0 } });
-    expect(replayHeadline(done)).toBe("Finished: 8 delivered, 1 failed, 1 skipped as unsafe of 10.");
+    expect(replayHeadline(done)).toBe("Partly delivered: 8 delivered, 1 failed, 1 skipped as unsafe of 10.");
   });
 });
 
@@ -383,6 +396,19 @@ describe("the wizard's steps", () => {
     expect(started).toEqual({ step: "run", replayId: "r1", finished: false });
     expect(currentStep(started)).toBe("run");
     expect(currentStep(run([{ type: "finished" }], started))).toBe("results");
+  });
+
+  it("\"Retry failed items\" on the results step opens the new preflight (only once the run finished)", () => {
+    const started = run([{ type: "preflighted", preflight: safe }, { type: "next" }, { type: "started", replayId: "r1" }]);
+    const retry = preflight({ never_processed: 2 });
+    expect(run([{ type: "retried", preflight: retry }], started)).toEqual(started);
+    const finished = run([{ type: "finished" }], started);
+    expect(run([{ type: "retried", preflight: retry }], finished)).toEqual({ step: "preflight", preflight: retry, extended: null });
+  });
+
+  it("does not go past a preflight whose readiness checks fail (Start would refuse after the count was typed)", () => {
+    const notReady = { ...safe, ready: false };
+    expect(run([{ type: "preflighted", preflight: notReady }, { type: "next" }])).toEqual({ step: "preflight", preflight: notReady, extended: null });
   });
 
   it("stops at the extend step when keys expire inside the window; back from confirm returns to it once extended", () => {
@@ -405,5 +431,15 @@ describe("the wizard's steps", () => {
     expect(run([{ type: "next" }, { type: "started", replayId: "r" }, { type: "finished" }])).toBe(WIZARD_START);
     const running: WizardState = { step: "run", replayId: "r", finished: false };
     expect(run([{ type: "back" }, { type: "preflighted", preflight: safe }], running)).toBe(running);
+  });
+});
+
+describe("retry schedule and waits in words", () => {
+  it("names the schedule and the time to the next attempt", () => {
+    expect(describeSchedule({ maxAttempts: 12, initialDelaySeconds: 10, maxDelaySeconds: 3600 })).toBe("up to 12 attempts, waits from 10s doubling to 1h (jittered)");
+    expect(describeSchedule({ maxAttempts: 1, initialDelaySeconds: 10, maxDelaySeconds: 3600 })).toBe("1 attempt, no retries");
+    expect(describeWait(new Date(NOW + 41_200).toISOString(), NOW)).toBe("in 42 s");
+    expect(describeWait(new Date(NOW + 65 * 60_000).toISOString(), NOW)).toBe("in 1h5m");
+    expect(describeWait(new Date(NOW - 5000).toISOString(), NOW)).toBe("due now");
   });
 });

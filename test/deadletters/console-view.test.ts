@@ -1,7 +1,8 @@
 /** The console's pure helpers for dead letters: pretty-printing a payload without changing a number, the download's bytes, shared URL filters. */
 import { describe, expect, it } from "vitest";
-import { downloadName, payloadBytes, prettyPayload } from "../../components/deadletters/prepare";
-import { filtersFromParams } from "../../components/replay/prepare";
+import { describeKey } from "@/components/deadletters/key-state";
+import { downloadName, payloadBytes, prettyPayload } from "@/components/deadletters/payload";
+import { filtersFromParams } from "@/components/replay/dead-letter-list";
 
 describe("prettyPayload", () => {
   it("indents JSON token by token: big integers, escapes, 200.0 and key order stay as written", () => {
@@ -40,5 +41,19 @@ describe("filtersFromParams (shareable /replay URLs)", () => {
     expect(filtersFromParams({ status: "bogus", from: "yesterday", to: ["2026-12-01T00:00:00Z", "2026-12-02T00:00:00Z"], source: " " })).toEqual({
       to: "2026-12-02T00:00:00Z",
     });
+  });
+});
+
+describe("describeKey (the dead-letter page's key line)", () => {
+  const now = Date.parse("2026-12-03T12:00:00Z");
+  it("alive (amber within 24 h), expired and none, red when the event was processed", () => {
+    expect(describeKey({ state: "alive", expiresAt: "2026-12-06T12:00:00Z", processed: false }, now)).toMatchObject({ label: "Alive", tone: "ok", detail: expect.stringMatching(/^expires in 3d/) });
+    expect(describeKey({ state: "alive", expiresAt: "2026-12-03T14:00:00Z", processed: false }, now)).toMatchObject({ label: "Alive", tone: "warn" });
+    expect(describeKey({ state: "expired", expiresAt: "2026-12-03T10:00:00Z", processed: true }, now)).toEqual({
+      label: "Expired",
+      tone: "error",
+      detail: "2h ago; the event was processed: replaying it processes it twice",
+    });
+    expect(describeKey({ state: "none", expiresAt: null, processed: false }, now)).toMatchObject({ label: "No key", tone: "off", detail: "no processing recorded: replaying it is safe" });
   });
 });
