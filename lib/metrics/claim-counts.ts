@@ -1,15 +1,17 @@
 /**
- * Claim outcome counters. Each process counts outcomes in memory and, at most every FLUSH_MS, adds them
- * to claim_counts (one upsert per source and minute) so the claim hot path never contends on a shared
- * counter row. The flush timer is unref'd; `flushClaimCounts()` is called on shutdown. Counts of a
+ * Claim outcome counters. Each process counts outcomes in memory and its job (claimCountsJob, every
+ * FLUSH_MS in `keyward start`'s registry) adds them to claim_counts (one upsert per source and minute), so
+ * the claim hot path never contends on a shared counter row. `flushClaimCounts()` is called on shutdown
+ * (and by tests and scripts that count without the job). Counts of a
  * process that crashes between flushes are lost: these are metrics, not the source of truth. Claims
- * made on a caller's own connection (`{ on }`) are not counted, since the caller may roll them back.
+ * made on a caller's own connection (a handle of its own, `claimEvent(r, options, db)`) are not counted, since the caller may roll them back.
  * The same flush statement adds the pending duplicate ages (duplicate-ages.ts) to duplicate_ages.
  */
 import "server-only";
-import { query } from "../db/sql";
-import { processGlobal } from "../process-global";
-import type { ClaimOutcome } from "../claims/schema";
+import { execute } from "@/lib/db/sql";
+import { processGlobal } from "@/lib/process-global";
+import type { Job } from "@/lib/jobs/registry";
+import type { ClaimOutcome } from "@/lib/claims/schema";
 import { agesFlushParams, BUCKET_COUNT, recordDuplicateAges, restorePendingAges, takePendingAges } from "./duplicate-ages";
 
 const FLUSH_MS = 5000;
@@ -18,7 +20,7 @@ type Counts = Record<ClaimOutcome, number>;
 // Process-wide (lib/process-global.ts): the custom server and Next's bundled route handlers load separate copies of this
 // module, and the server's shutdown flush must see what the routes counted.
 // `totals` counts since the process started, for GET /metrics (lib/metrics/prometheus.ts).
-type CounterState = { pending: Map<string, Counts>; totals: Map<string, Counts>; timer?: NodeJS.Timeout };
+type CounterState = { pending: Map<string, Counts>; totals: Map<string, Counts> };
 const state: CounterState = processGlobal("claimCounts", () => ({
   pending: new Map<string, Counts>(),
   totals: new Map<string, Counts>(),
@@ -34,10 +36,15 @@ export function countClaimOutcomes(source: string, outcomes: readonly ClaimOutco
     c[o]++;
     t[o]++;
   }
-  if (!state.timer) {
-    state.timer = setTimeout(() => void flushClaimCounts().catch(() => {}), FLUSH_MS);
-    state.timer.unref();
-  }
+}
+
+/**
+ * The flush as a job of the registry (lib/jobs/registry.ts, `keyward start`): every FLUSH_MS, one statement
+ * for everything counted since the last pass (nothing when nothing was counted). Per process: every
+ * server adds its own counts, so it needs no lease.
+ */
+export function claimCountsJob(): Job {
+  return { name: "adding claim counts", everyMs: FLUSH_MS, run: () => flushClaimCounts() };
 }
 
 function countsOf(map: Map<string, Counts>, source: string): Counts {
@@ -59,14 +66,12 @@ export function claimOutcomeTotals(): ReadonlyMap<string, Readonly<Counts>> {
  * statement; on failure both are kept for the next flush.
  */
 export async function flushClaimCounts(): Promise<void> {
-  clearTimeout(state.timer);
-  state.timer = undefined;
   const ages = takePendingAges().sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
   if (pending.size === 0 && ages.length === 0) return;
   const batch = [...pending.entries()];
   pending.clear();
   try {
-    await query(
+    await execute(
       `WITH counts AS (
          INSERT INTO claim_counts AS c (bucket, source, claimed, duplicate, in_flight, payload_mismatch)
          SELECT date_trunc('minute', now()), s, a, b, d, e

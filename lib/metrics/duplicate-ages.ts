@@ -6,12 +6,12 @@
  * adds the ages of its `duplicate` answers here, in memory, and the claim-outcome flush
  * (lib/metrics/claim-counts.ts) adds them to duplicate_ages (one row per source and minute) in the same
  * statement as the outcome counters: no extra round trip per claim. Like the counters, ages of claims
- * made on a caller's own connection (`{ on }`) are left out, and a crash between flushes loses at most
+ * made on a caller's own connection (a handle of its own, `claimEvent(r, options, db)`) are left out, and a crash between flushes loses at most
  * the last 5 seconds.
  *
  * Pure parts (bucketing, merging, quantiles) are unit-tested in test/metrics/duplicate-ages.test.ts.
  */
-import { processGlobal } from "../process-global";
+import { processGlobal } from "@/lib/process-global";
 
 const M = 60;
 const H = 3600;

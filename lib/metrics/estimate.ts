@@ -8,16 +8,18 @@
  * (from the last ANALYZE / autovacuum) scaled to the table's current size, summed over partitions, and
  * never below what was counted; alive keys are then rows − backlog.
  */
+import { z } from "zod";
 
 /** One leaf relation of dedup_keys (the table itself, or each partition if it is ever partitioned). */
-export type LeafStats = {
+export const LeafStats = z.object({
   /** pg_class.reltuples: rows at the last ANALYZE or VACUUM; -1 if never analyzed. */
-  reltuples: number;
+  reltuples: z.number(),
   /** pg_class.relpages: pages at that time. */
-  relpages: number;
+  relpages: z.number(),
   /** Pages now (pg_relation_size ÷ block size). */
-  pages: number;
-};
+  pages: z.number(),
+});
+export type LeafStats = z.output<typeof LeafStats>;
 
 /**
  * The planner's row estimate of one leaf (as PostgreSQL's estimate_rel_size does it): the analyzed

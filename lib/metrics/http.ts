@@ -4,8 +4,8 @@
  * because that is where scrapers look. Served by Next through app/metrics/route.ts (which re-exports it)
  * and by the server's fast path (lib/server/fast-routes.ts), like the claim handlers.
  */
-import { loadEnv } from "../config/env";
-import { route } from "../http/route";
+import { loadEnv } from "@/lib/config/env";
+import { route } from "@/lib/http/route";
 import { renderMetrics } from "./prometheus";
 
 export const metricsHandler = route(

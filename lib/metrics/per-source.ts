@@ -11,14 +11,17 @@
  *   totals the sample records. Such figures are marked `keysEstimated`.
  * - In flight comes from the partial index of leased keys, grouped by source (exact).
  */
-import { query, type Queryable } from "../db/sql";
+import { z } from "zod";
+import { query } from "@/lib/db/sql";
+import type { Db } from "@/lib/db/transaction";
 
 export const PER_SOURCE_EXACT_LIMIT = 100_000;
 export const PER_SOURCE_SAMPLE_ROWS = 100_000;
 
 export type SourceKeys = { aliveKeys: number; expiryBacklog: number; inFlight: number; keysEstimated: boolean };
 
-type Counted = { source: string; alive: number; expired: number };
+const Counted = z.object({ source: z.string(), alive: z.number(), expired: z.number() });
+type Counted = z.output<typeof Counted>;
 
 /**
  * The sampled counts scaled to the totals: each source's share of the sample's alive (expired) rows
@@ -39,22 +42,24 @@ export function scalePerSource(sampled: readonly Counted[], totals: { aliveKeys:
 
 /** Key counts of every source that has keys (see the header for how they are bounded). */
 export async function measureSourceKeys(
-  on: Queryable,
+  db: Db,
   totals: { estimatedRows: number; aliveKeys: number; expiryBacklog: number; exact: boolean },
 ): Promise<Map<string, SourceKeys>> {
   const exact = totals.exact && totals.estimatedRows <= PER_SOURCE_EXACT_LIMIT;
   const percent = exact ? 100 : Math.min(100, (100 * PER_SOURCE_SAMPLE_ROWS) / Math.max(1, totals.estimatedRows));
-  const counted = await query<Counted>(
+  const counted = await query(
+    Counted,
     `SELECT source, count(*) FILTER (WHERE expires_at > now())::int8 AS alive, count(*) FILTER (WHERE expires_at <= now())::int8 AS expired
      FROM dedup_keys ${exact ? "" : `TABLESAMPLE SYSTEM (${percent.toFixed(6)})`}
      GROUP BY source`,
     [],
-    on,
+    db,
   );
-  const leased = await query<{ source: string; n: number }>(
+  const leased = await query(
+    z.object({ source: z.string(), n: z.number() }),
     "SELECT source, count(*)::int8 AS n FROM dedup_keys WHERE status = 'processing' AND expires_at > now() GROUP BY source",
     [],
-    on,
+    db,
   );
   const scaled = exact
     ? new Map(counted.map((r) => [r.source, { aliveKeys: r.alive, expiryBacklog: r.expired }]))

@@ -8,8 +8,10 @@
  * there are at least MIN_ROWS_TO_MEASURE; below that DEFAULT_BYTES_PER_KEY is assumed. Cost: catalog
  * reads only, and one claim_counts range read of the last hour.
  */
-import { query, type Queryable } from "../db/sql";
-import { leafRowEstimate, type LeafStats } from "./estimate";
+import { z } from "zod";
+import { query } from "@/lib/db/sql";
+import { LeafStats, leafRowEstimate } from "./estimate";
+import type { Db } from "@/lib/db/transaction";
 
 /** Bytes per key assumed until the table holds enough keys to measure (heap tuple + two index entries). */
 export const DEFAULT_BYTES_PER_KEY = 250;
@@ -31,9 +33,10 @@ export function bytesPerKeyOf(totalBytes: number, leaves: readonly LeafStats[]):
     : { bytesPerKey: DEFAULT_BYTES_PER_KEY, bytesPerKeyMeasured: false };
 }
 
-export async function sizeBasis(on?: Queryable): Promise<SizeBasis> {
+export async function sizeBasis(db?: Db): Promise<SizeBasis> {
   // The table itself, or its leaf partitions in partition mode (pg_partition_tree lists nothing for a plain table).
-  const leaves = await query<LeafStats & { total_bytes: number }>(
+  const leaves = await query(
+    LeafStats.extend({ total_bytes: z.number() }),
     `SELECT pg_total_relation_size(c.oid) AS total_bytes, c.reltuples::float8 AS reltuples, c.relpages,
             (pg_relation_size(c.oid) / current_setting('block_size')::int8)::float8 AS pages
      FROM pg_class c
@@ -42,18 +45,19 @@ export async function sizeBasis(on?: Queryable): Promise<SizeBasis> {
        UNION ALL
        SELECT relid FROM pg_partition_tree('dedup_keys') WHERE isleaf AND relid <> 'dedup_keys'::regclass)`,
     [],
-    on,
+    db,
   );
   return bytesPerKeyOf(leaves.reduce((n, l) => n + Number(l.total_bytes), 0), leaves);
 }
 
 /** Claims per second over the last hour, by source (all sources, or only `source`). */
-export async function claimRates(source?: string, on?: Queryable): Promise<Map<string, number>> {
-  const rows = await query<{ source: string; claimed: number }>(
+export async function claimRates(source?: string, db?: Db): Promise<Map<string, number>> {
+  const rows = await query(
+    z.object({ source: z.string(), claimed: z.number() }),
     `SELECT source, sum(claimed)::bigint AS claimed FROM claim_counts
      WHERE bucket >= now() - interval '1 hour' ${source ? "AND source = $1" : ""} GROUP BY source`,
     source ? [source] : [],
-    on,
+    db,
   );
   return new Map(rows.map((r) => [r.source, Number(r.claimed) / 3600]));
 }

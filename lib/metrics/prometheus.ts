@@ -5,19 +5,35 @@
  * histogram are in-process (an in-memory increment on the claim path, lib/metrics/claim-counts.ts and
  * lib/server/fast-routes.ts); the table's size, rows and expiry backlog come from the latest
  * metric_samples row (written by the sampler, lib/metrics/sampler.ts), never counted on scrape; prune runs,
- * replay items and pending dead letters are small grouped counts, all in one round trip.
+ * replay items and pending dead letters are small grouped counts, all in one round trip. The health of each
+ * unfinished replay (running or paused) is decided by the one pure function the API, the Overview and the
+ * notifications use (lib/replay/health.ts replayHealth), from the same columns, read in that round trip.
  *
  * Counters and the histogram are per process (they restart at 0, as Prometheus expects of counters);
- * scrape every instance. Inlet lag (RabbitMQ inlets, lib/inlets) is what the consumers last reported on
+ * scrape every instance. Inlet lag (lib/inlets: AMQP, BullMQ, NATS) is what the consumers last reported on
  * the inlets table (every KEYWARD_INLET_POLL_MS).
+ *
+ * What the alerts (deploy/prometheus/keyward-rules.yml) read comes the same cheap ways: claim answers by
+ * status and keys pruned are in-process counters (ops-counters.ts); prune failures and the last success
+ * read the newest prune_runs through their started_at index; the oldest pending dead letter rides the
+ * pending count; late duplicates of the last hour are an index range per source; keys at risk come from
+ * the latest sample (the sampler looks them up once a minute, on one instance); jobs from this process's
+ * registries.
  */
 import "server-only";
+import { z } from "zod";
 import { Counter, Gauge, Histogram, Registry } from "prom-client";
-import { query } from "../db/sql";
-import { processGlobal } from "../process-global";
+import { query } from "@/lib/db/sql";
+import { readStatus } from "@/lib/db/read";
+import { loadEnv } from "@/lib/config/env";
+import { processGlobal } from "@/lib/process-global";
 import { claimOutcomeTotals } from "./claim-counts";
-import { apiKeyCacheStats } from "../auth/api-key-cache";
-import { redisStats } from "../claims/redis";
+import { apiKeyCacheStats } from "@/lib/auth/api-key-cache";
+import { redisActive, redisConfigured, redisStats } from "@/lib/claims/redis";
+import { countClaimResponse, opsCounters } from "./ops-counters";
+import { jobStatuses, wedgedReason } from "@/lib/jobs/registry";
+import { OUTCOMES as ITEM_OUTCOMES } from "@/lib/replay/schema";
+import { HEALTH_STATES, replayHealth } from "@/lib/replay/health";
 
 type Metrics = {
   registry: Registry;
@@ -31,14 +47,26 @@ type Metrics = {
   pruneRuns: Gauge<"outcome">;
   pruneRows: Gauge<"outcome">;
   replayItems: Gauge<"outcome">;
+  replaysRunning: Gauge<"source" | "health">;
   deadLetters: Gauge<"source">;
   unidentified: Gauge<"source">;
-  inletLagMessages: Gauge<"source" | "inlet">;
-  inletLagSeconds: Gauge<"source" | "inlet">;
-  inletUp: Gauge<"source" | "inlet">;
+  inletLagMessages: Gauge<"source" | "kind" | "inlet">;
+  inletLagSeconds: Gauge<"source" | "kind" | "inlet">;
+  inletUp: Gauge<"source" | "kind" | "inlet">;
   keyCacheLookups: Gauge<"result">;
   keyCacheTrusted: Gauge;
   redisLookups: Gauge<"result">;
+  redisUp: Gauge;
+  readReplicaUp: Gauge;
+  claimResponses: Counter<"route" | "code">;
+  prunedKeys: Counter;
+  pruneFailures: Gauge;
+  pruneLastSuccess: Gauge;
+  deadLetterAge: Gauge<"source">;
+  keysAtRisk: Gauge<"source" | "risk">;
+  lateDuplicates: Gauge<"source">;
+  jobLastSuccess: Gauge<"name">;
+  jobWedged: Gauge<"name">;
 };
 
 function create(): Metrics {
@@ -95,29 +123,35 @@ function create(): Metrics {
       labelNames: ["outcome"],
       registers,
     }),
+    replaysRunning: new Gauge({
+      name: "keyward_replays_running",
+      help: "Unfinished replays (running or paused) by source and health (lib/replay/health.ts): ok, failing (its last attempts all failed: the destination refuses or does not answer), stalled (running, and no result recorded for too long: no worker drives it, or deliveries hang). 0 for every source and health with none.",
+      labelNames: ["source", "health"],
+      registers,
+    }),
     deadLetters: new Gauge({ name: "keyward_dead_letters_pending", help: "Dead letters waiting for a replay, by source.", labelNames: ["source"], registers }),
     unidentified: new Gauge({
       name: "keyward_dead_letters_unidentified",
-      help: "Dead letters from RabbitMQ inlets without a usable event id (kept, never replayed), by source.",
+      help: "Dead letters from inlets without a usable event id (kept, never replayed), by source.",
       labelNames: ["source"],
       registers,
     }),
     inletLagMessages: new Gauge({
       name: "keyward_inlet_lag_messages",
-      help: "Messages waiting in a RabbitMQ inlet's queue when its consumer last looked (inlet: the inlet's id).",
-      labelNames: ["source", "inlet"],
+      help: "Messages waiting for an inlet when its consumer last looked: ready messages in its AMQP queue, failed BullMQ jobs past its position, NATS JetStream advisories not yet delivered (kind: amqp, bullmq, nats; inlet: the inlet's id).",
+      labelNames: ["source", "kind", "inlet"],
       registers,
     }),
     inletLagSeconds: new Gauge({
       name: "keyward_inlet_lag_seconds",
-      help: "How long after its dead-lettering the inlet's last stored message was stored.",
-      labelNames: ["source", "inlet"],
+      help: "How long after its dead-lettering the inlet's last stored message was stored (kind: amqp, bullmq, nats; inlet: the inlet's id).",
+      labelNames: ["source", "kind", "inlet"],
       registers,
     }),
     inletUp: new Gauge({
       name: "keyward_inlet_up",
-      help: "1 while the inlet's consumer reports it is consuming, 0 when it reports an error or has not started.",
-      labelNames: ["source", "inlet"],
+      help: "1 while the inlet's consumer reports it is consuming, 0 when it reports an error or has not started (kind: amqp, bullmq, nats; inlet: the inlet's id).",
+      labelNames: ["source", "kind", "inlet"],
       registers,
     }),
     // Counters in meaning (they only grow), exposed as gauges set from the cache's own totals at scrape.
@@ -129,13 +163,74 @@ function create(): Metrics {
     }),
     redisLookups: new Gauge({
       name: "keyward_redis_lookups_total",
-      help: "Claim lookups in the Redis first line by this process: answered duplicate (hit), sent to PostgreSQL (miss), not asked because the source's recent claims were rarely duplicates (skipped), failed or too slow (error), entries written (write).",
+      help: "Claim lookups in the Redis first line by this process: answered duplicate (hit), sent to PostgreSQL (miss), not asked because the source's recent claims were rarely duplicates (skipped), failed or too slow (error), entries written (write), entries found but refused because their generation or namespace is over (stale: what Redis forgot or a release moved, answered by PostgreSQL), releases that could not reach Redis and moved every server to a new namespace (move).",
       labelNames: ["result"],
       registers,
     }),
     keyCacheTrusted: new Gauge({
       name: "keyward_api_key_cache_trusted",
       help: "1 while the API-key cache may answer from memory (its listener confirmed a ping within 750 ms), else 0.",
+      registers,
+    }),
+    redisUp: new Gauge({
+      name: "keyward_redis_up",
+      help: "With KEYWARD_REDIS_URL: 1 while this process asks Redis (connected, not tripped by errors), 0 while it goes to PostgreSQL alone. Absent without Redis.",
+      registers: [], // registered at the first scrape that finds Redis configured: absent otherwise
+    }),
+    readReplicaUp: new Gauge({
+      name: "keyward_read_replica_up",
+      help: "With KEYWARD_READ_DATABASE_URL: 1 while this process sends the console's reads to the read replica, 0 while they fall back to the primary (the replica did not answer). Absent without a replica.",
+      registers: [], // registered at the first scrape that finds a replica configured: absent otherwise
+    }),
+    claimResponses: new Counter({
+      name: "keyward_claim_responses_total",
+      help: "Answers of POST /api/v1/claims (route=claim) and /claims/batch (route=batch) by this process, by HTTP status code (code).",
+      labelNames: ["route", "code"],
+      registers,
+    }),
+    prunedKeys: new Counter({
+      name: "keyward_pruned_keys_total",
+      help: "Expired keys deleted by the prune runs of this process (batches, and the rows of dropped partitions in partition mode).",
+      registers,
+    }),
+    pruneFailures: new Gauge({
+      name: "keyward_prune_consecutive_failures",
+      help: "Prune runs (any instance, prune_runs) that ended in an error since the last one that did not.",
+      registers,
+    }),
+    pruneLastSuccess: new Gauge({
+      name: "keyward_prune_last_success_timestamp_seconds",
+      help: "When the last prune run (any instance) that did not end in an error finished, Unix seconds. Absent before the first.",
+      registers,
+    }),
+    deadLetterAge: new Gauge({
+      name: "keyward_dead_letters_oldest_pending_age_seconds",
+      help: "How long the oldest dead letter waiting for a replay has been stored, by source (absent when none waits).",
+      labelNames: ["source"],
+      registers,
+    }),
+    keysAtRisk: new Gauge({
+      name: "keyward_dead_letter_keys_at_risk",
+      help: "Pending dead letters whose keys are at risk, by source, from the latest sample: risk=expired (the event was processed and its key is gone: a replay processes it twice), risk=expiring (its key expires within 24 h).",
+      labelNames: ["source", "risk"],
+      registers,
+    }),
+    lateDuplicates: new Gauge({
+      name: "keyward_late_duplicates_last_hour",
+      help: "Late duplicates (events processed twice: their key expired before a later delivery) whose late claim was in the last hour, by source.",
+      labelNames: ["source"],
+      registers,
+    }),
+    jobLastSuccess: new Gauge({
+      name: "keyward_job_last_success_timestamp_seconds",
+      help: "When a periodic job of this process (name: the job's name) last ended a pass without an error, Unix seconds (absent before the first).",
+      labelNames: ["name"],
+      registers,
+    }),
+    jobWedged: new Gauge({
+      name: "keyward_job_wedged",
+      help: "1 while a periodic job of this process (name: the job's name) is wedged (a pass running, or overdue, longer than its bound; GET /readyz fails then), else 0.",
+      labelNames: ["name"],
       registers,
     }),
   };
@@ -145,39 +240,89 @@ function create(): Metrics {
 // route modules load separate copies of this module; both must use the one registry.
 const metrics: Metrics = processGlobal("prometheus", create);
 
-/** Records how long one claim request took (called by the fast path, lib/server/fast-routes.ts). */
-export function observeClaimSeconds(route: "claim" | "batch", seconds: number): void {
+/**
+ * Records how long one claim request took and its HTTP status (0: no answer was sent, the client went
+ * away), called by the fast path (lib/server/fast-routes.ts).
+ */
+export function observeClaimSeconds(route: "claim" | "batch", seconds: number, status: number): void {
   metrics.claimSeconds.observe({ route }, seconds);
+  if (status > 0) countClaimResponse(route, status);
 }
 
-type DbFigures = {
-  sample: { at: string; table_bytes: string; index_bytes: string; estimated_rows: string; expiry_backlog: string; backlog_capped: boolean } | null;
-  prune: { outcome: string; runs: string; rows: string }[];
-  replay: { outcome: string; n: string }[];
-  dead: { source: string; n: string }[];
-  unidentified: { source: string; n: string }[];
-  inlets: { id: string; source: string; state: string; lag_messages: string | null; lag_seconds: number | null }[];
-};
+/** The health of an unfinished replay (a finished one has an outcome instead: lib/replay/outcome.ts). */
+const RUNNING_HEALTHS = HEALTH_STATES.filter((h) => h !== "finished");
+
+/** One row of json columns, parsed by pg: PostgreSQL writes int8 and numeric into json as numbers, timestamptz as text. */
+const DbFigures = z.object({
+  sample: z
+    .object({
+      at: z.string(),
+      table_bytes: z.number(),
+      index_bytes: z.number(),
+      estimated_rows: z.number(),
+      expiry_backlog: z.number(),
+      backlog_capped: z.boolean(),
+      per_source: z.record(z.string(), z.object({ keysAtRisk: z.number().optional(), keysExpiringSoon: z.number().optional() })).nullable(),
+    })
+    .nullable(),
+  prune: z.array(z.object({ outcome: z.string(), runs: z.number(), rows: z.number() })),
+  prune_health: z.object({ last_ok: z.number().nullable(), failures: z.number() }),
+  replay: z.array(z.object({ outcome: z.string(), n: z.number() })),
+  running_replays: z.array(
+    z.object({
+      source: z.string(),
+      status: z.enum(["running", "paused"]),
+      rate_per_second: z.number(),
+      running_since: z.string(),
+      last_settled_at: z.string().nullable(),
+      consecutive_failures: z.number(),
+      last_error: z.string().nullable(),
+      last_error_at: z.string().nullable(),
+      next_attempt_at: z.string().nullable(),
+    }),
+  ),
+  db_now: z.date(),
+  dead: z.array(z.object({ source: z.string(), n: z.number(), oldest_age: z.number() })),
+  late: z.array(z.object({ source: z.string(), n: z.number() })),
+  unidentified: z.array(z.object({ source: z.string(), n: z.number() })),
+  inlets: z.array(
+    z.object({ id: z.string(), source: z.string(), kind: z.string(), state: z.string(), lag_messages: z.number().nullable(), lag_seconds: z.number().nullable() }),
+  ),
+});
 
 const DB_FIGURES = `
 SELECT
   (SELECT row_to_json(s) FROM (
-     SELECT at, table_bytes, index_bytes, estimated_rows, expiry_backlog, backlog_capped
+     SELECT at, table_bytes, index_bytes, estimated_rows, expiry_backlog, backlog_capped, per_source
      FROM metric_samples ORDER BY at DESC LIMIT 1) s) AS sample,
   (SELECT coalesce(json_agg(p), '[]') FROM (
      SELECT coalesce(stopped, 'running') AS outcome, count(*) AS runs, coalesce(sum(rows), 0) AS rows
      FROM prune_runs GROUP BY 1) p) AS prune,
+  (SELECT row_to_json(h) FROM (
+     SELECT extract(epoch FROM ok.finished_at)::float8 AS last_ok,
+            (SELECT count(*) FROM prune_runs e WHERE e.stopped = 'error' AND e.started_at > coalesce(ok.started_at, '-infinity')) AS failures
+     FROM (SELECT 1) one LEFT JOIN LATERAL (
+       SELECT started_at, finished_at FROM prune_runs WHERE stopped IS NOT NULL AND stopped <> 'error' ORDER BY started_at DESC LIMIT 1) ok ON true) h) AS prune_health,
   (SELECT coalesce(json_agg(r), '[]') FROM (SELECT outcome, count(*) AS n FROM replay_items GROUP BY 1) r) AS replay,
+  (SELECT coalesce(json_agg(u), '[]') FROM (
+     SELECT source, status, rate_per_second, running_since, last_settled_at, consecutive_failures, last_error, last_error_at,
+            (SELECT min(next_attempt_at) FROM replay_items i WHERE i.replay_id = r.id AND i.outcome = 'pending' AND i.attempts > 0) AS next_attempt_at
+     FROM replays r WHERE status IN ('running', 'paused')) u) AS running_replays,
+  now() AS db_now,
   (SELECT coalesce(json_agg(d), '[]') FROM (
-     SELECT source, count(*) AS n FROM dead_letters WHERE status = 'pending' GROUP BY 1) d) AS dead,
+     SELECT source, count(*) AS n, extract(epoch FROM now() - min(received_at))::float8 AS oldest_age
+     FROM dead_letters WHERE status = 'pending' GROUP BY 1) d) AS dead,
+  (SELECT coalesce(json_agg(l), '[]') FROM (
+     SELECT s.name AS source, (SELECT count(*) FROM late_duplicates d WHERE d.source = s.name AND d.late_claim_at > now() - interval '1 hour') AS n
+     FROM sources s) l) AS late,
   (SELECT coalesce(json_agg(u), '[]') FROM (
      SELECT source, count(*) AS n FROM dead_letters WHERE status = 'unidentified' GROUP BY 1) u) AS unidentified,
   (SELECT coalesce(json_agg(i), '[]') FROM (
-     SELECT id, source, state, lag_messages, last_message_age_seconds AS lag_seconds FROM inlets) i) AS inlets`;
+     SELECT id, source, kind, state, lag_messages, last_message_age_seconds AS lag_seconds FROM inlets) i) AS inlets`;
 
 /** The exposition text (Prometheus text format 0.0.4) and its content type. */
 export async function renderMetrics(): Promise<{ text: string; contentType: string }> {
-  const [db] = await query<DbFigures>(DB_FIGURES);
+  const [db] = await query(DbFigures, DB_FIGURES);
   const m = metrics;
 
   m.claims.reset();
@@ -186,8 +331,9 @@ export async function renderMetrics(): Promise<{ text: string; contentType: stri
   }
 
   for (const g of [
-    m.tableBytes, m.tableRows, m.backlog, m.backlogCapped, m.sampleTime, m.pruneRuns, m.pruneRows, m.replayItems, m.deadLetters,
-    m.unidentified, m.inletLagMessages, m.inletLagSeconds, m.inletUp,
+    m.tableBytes, m.tableRows, m.backlog, m.backlogCapped, m.sampleTime, m.pruneRuns, m.pruneRows, m.replayItems, m.replaysRunning, m.deadLetters,
+    m.unidentified, m.inletLagMessages, m.inletLagSeconds, m.inletUp, m.redisUp, m.pruneFailures, m.pruneLastSuccess,
+    m.deadLetterAge, m.keysAtRisk, m.lateDuplicates, m.jobLastSuccess, m.jobWedged,
   ]) g.reset();
   if (db.sample) {
     m.tableBytes.set({ part: "table" }, Number(db.sample.table_bytes));
@@ -196,16 +342,49 @@ export async function renderMetrics(): Promise<{ text: string; contentType: stri
     m.backlog.set(Number(db.sample.expiry_backlog));
     m.backlogCapped.set(db.sample.backlog_capped ? 1 : 0);
     m.sampleTime.set(Date.parse(db.sample.at) / 1000);
+    for (const [source, f] of Object.entries(db.sample.per_source ?? {})) {
+      if (f.keysAtRisk !== undefined) m.keysAtRisk.set({ source, risk: "expired" }, f.keysAtRisk);
+      if (f.keysExpiringSoon !== undefined) m.keysAtRisk.set({ source, risk: "expiring" }, f.keysExpiringSoon);
+    }
   }
+  m.pruneFailures.set(db.prune_health.failures);
+  if (db.prune_health.last_ok !== null) m.pruneLastSuccess.set(db.prune_health.last_ok);
   for (const p of db.prune) {
     m.pruneRuns.set({ outcome: p.outcome }, Number(p.runs));
     m.pruneRows.set({ outcome: p.outcome }, Number(p.rows));
   }
+  // Every outcome, 0 when no item has it: the series exist before the first replay (dashboards, alerts).
+  for (const outcome of ITEM_OUTCOMES) m.replayItems.set({ outcome }, 0);
   for (const r of db.replay) m.replayItems.set({ outcome: r.outcome }, Number(r.n));
-  for (const d of db.dead) m.deadLetters.set({ source: d.source }, Number(d.n));
+  // Every source × health, 0 when none: the alerts' and the dashboard's series exist before the first replay.
+  for (const l of db.late) for (const health of RUNNING_HEALTHS) m.replaysRunning.set({ source: l.source, health }, 0);
+  const timeoutMs = loadEnv().KEYWARD_REPLAY_TIMEOUT_MS;
+  for (const r of db.running_replays) {
+    const date = (t: string | null) => (t === null ? null : new Date(t));
+    const { state } = replayHealth(
+      {
+        status: r.status,
+        ratePerSecond: r.rate_per_second,
+        runningSince: new Date(r.running_since),
+        lastSettledAt: date(r.last_settled_at),
+        consecutiveFailures: r.consecutive_failures,
+        lastError: r.last_error,
+        lastErrorAt: date(r.last_error_at),
+        nextAttemptAt: date(r.next_attempt_at),
+      },
+      db.db_now,
+      timeoutMs,
+    );
+    m.replaysRunning.inc({ source: r.source, health: state }, 1);
+  }
+  for (const d of db.dead) {
+    m.deadLetters.set({ source: d.source }, Number(d.n));
+    m.deadLetterAge.set({ source: d.source }, d.oldest_age);
+  }
+  for (const l of db.late) m.lateDuplicates.set({ source: l.source }, l.n);
   for (const u of db.unidentified) m.unidentified.set({ source: u.source }, Number(u.n));
   for (const i of db.inlets) {
-    const labels = { source: i.source, inlet: i.id };
+    const labels = { source: i.source, kind: i.kind, inlet: i.id };
     m.inletUp.set(labels, i.state === "consuming" ? 1 : 0);
     if (i.lag_messages !== null) m.inletLagMessages.set(labels, Number(i.lag_messages));
     if (i.lag_seconds !== null) m.inletLagSeconds.set(labels, i.lag_seconds);
@@ -220,6 +399,33 @@ export async function renderMetrics(): Promise<{ text: string; contentType: stri
   m.redisLookups.set({ result: "skipped" }, redis.skipped);
   m.redisLookups.set({ result: "error" }, redis.errors);
   m.redisLookups.set({ result: "write" }, redis.writes);
+  m.redisLookups.set({ result: "stale" }, redis.stale);
+  m.redisLookups.set({ result: "move" }, redis.moves);
+  if (redisConfigured()) {
+    if (!m.registry.getSingleMetric("keyward_redis_up")) m.registry.registerMetric(m.redisUp);
+    m.redisUp.set(redisActive() ? 1 : 0);
+  }
+  const reads = readStatus();
+  if (loadEnv().KEYWARD_READ_DATABASE_URL) {
+    if (!m.registry.getSingleMetric("keyward_read_replica_up")) m.registry.registerMetric(m.readReplicaUp);
+    m.readReplicaUp.set(reads.target === "replica" ? 1 : 0);
+  }
+
+  const ops = opsCounters();
+  m.claimResponses.reset();
+  // The failures the alerts divide by exist at 0 from the start (a ratio of absent series is no series).
+  for (const route of ["claim", "batch"]) for (const code of ["500", "503"]) m.claimResponses.inc({ route, code }, 0);
+  for (const [key, n] of ops.claimResponses) {
+    const [route, code] = key.split(" ");
+    m.claimResponses.inc({ route, code }, n);
+  }
+  m.prunedKeys.reset();
+  m.prunedKeys.inc(ops.prunedKeys);
+  const now = Date.now();
+  for (const job of jobStatuses()) {
+    if (job.lastSucceededAt !== null) m.jobLastSuccess.set({ name: job.name }, job.lastSucceededAt / 1000);
+    m.jobWedged.set({ name: job.name }, wedgedReason(job, now) ? 1 : 0);
+  }
 
   return { text: await m.registry.metrics(), contentType: m.registry.contentType };
 }

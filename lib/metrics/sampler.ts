@@ -17,16 +17,19 @@
  * - in flight: the partial index dedup_keys_in_flight_idx (only keys holding a lease);
  * - claims and duplicates: claim_counts buckets through its (bucket, source) primary key;
  * - per source: alive keys, backlog and in flight, counted or sampled within the same bounds (per-source.ts);
+ * - per source: pending dead letters whose keys are at risk (lib/deadletters/risk.ts: at most 100,000
+ *   letters, one key probe each), for GET /metrics and its alerts;
  * - retention: samples older than 30 days, at most PRUNE_BATCH rows per run.
  */
 import "server-only";
-import type pg from "pg";
-import { loadEnv } from "../config/env";
-import { pool } from "../db/client";
-import { isUnavailable, query, toUnavailable, type Queryable } from "../db/sql";
-import type { Job } from "../jobs/registry";
-import { tableFigures, type LeafStats, type TableFigures } from "./estimate";
+import { z } from "zod";
+import { loadEnv } from "@/lib/config/env";
+import { query } from "@/lib/db/sql";
+import type { Job } from "@/lib/jobs/registry";
+import { LeafStats, tableFigures, type TableFigures } from "./estimate";
 import { measureSourceKeys, type SourceKeys } from "./per-source";
+import { keyRiskBySource } from "@/lib/deadletters/risk";
+import { database, withTransaction, type Db } from "@/lib/db/transaction";
 
 /** The expiry backlog is counted up to this many keys; beyond it the sample says "at least". */
 export const BACKLOG_CAP = 1_000_000;
@@ -52,6 +55,12 @@ export type SampleOptions = {
 
 export type SampleOutcome = { outcome: "written" | "exists" | "locked"; at: Date };
 
+/**
+ * Pending dead letters of a source whose keys are at risk (lib/deadletters/risk.ts): processed events whose
+ * key is gone (`keysAtRisk`: a replay processes them twice), and keys expiring within 24 hours.
+ */
+export type SourceKeyRisk = { keysAtRisk: number; keysExpiringSoon: number };
+
 /** The figures of one sample, measured now. Reads only; takeSample writes them. */
 export type Measurement = TableFigures & {
   tableBytes: number;
@@ -60,7 +69,7 @@ export type Measurement = TableFigures & {
   claims: number;
   duplicates: number;
   /** Per configured source: its claims and duplicates, and its key counts (per-source.ts). */
-  perSource: Record<string, { claims: number; duplicates: number } & Partial<SourceKeys>>;
+  perSource: Record<string, { claims: number; duplicates: number } & Partial<SourceKeys> & Partial<SourceKeyRisk>>;
 };
 
 /**
@@ -69,76 +78,71 @@ export type Measurement = TableFigures & {
  * lib/metrics/claim-counts.ts); flushing this process's own counters first would not help, since a
  * flush adds to the current minute's bucket, not the previous one.
  */
-export async function takeSample(options: SampleOptions = {}): Promise<SampleOutcome> {
-  let client: pg.PoolClient;
-  try {
-    client = await pool().connect();
-  } catch (err) {
-    throw isUnavailable(err) ? toUnavailable(err) : err;
-  }
-  let broken = false;
-  try {
-    await client.query("BEGIN");
-    const [{ locked, at }] = await query<{ locked: boolean; at: Date }>(
-      `SELECT pg_try_advisory_xact_lock($1::bigint) AS locked, coalesce($2::timestamptz, date_trunc('minute', now())) AS at`,
-      [SAMPLER_LOCK_KEY, options.at ?? null],
-      client,
-    );
-    if (!locked) {
-      await client.query("ROLLBACK");
-      return { outcome: "locked", at };
-    }
-    const [{ exists }] = await query<{ exists: boolean }>("SELECT EXISTS (SELECT 1 FROM metric_samples WHERE at = $1) AS exists", [at], client);
-    let written = false;
-    if (!exists) {
-      const m = await measure(client, at, options);
-      const inserted = await query<{ at: Date }>(
-        `INSERT INTO metric_samples (at, table_bytes, index_bytes, estimated_rows, alive_keys, expiry_backlog, backlog_capped,
-                                     in_flight, claims, duplicates, per_source)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
-         ON CONFLICT (at) DO NOTHING RETURNING at`,
-        [
-          at, m.tableBytes, m.indexBytes, m.estimatedRows, m.aliveKeys, m.expiryBacklog, m.backlogCapped,
-          m.inFlight, m.claims, m.duplicates, JSON.stringify(m.perSource),
-        ],
-        client,
+/** The bound on one sample's transaction (each statement is bounded by the statement timeout too). */
+const SAMPLE_TIMEOUT_MS = 60_000;
+
+export async function takeSample(options: SampleOptions = {}, db: Db = database()): Promise<SampleOutcome> {
+  // One transaction: the advisory lock is transaction-scoped (no session state, so it holds through a
+  // transaction-mode pooler), and the sample, its figures and the old samples' deletion commit together.
+  return withTransaction(
+    async (tx) => {
+      const [{ locked, at }] = await query(
+        z.object({ locked: z.boolean(), at: z.date() }),
+        `SELECT pg_try_advisory_xact_lock($1::bigint) AS locked, coalesce($2::timestamptz, date_trunc('minute', now())) AS at`,
+        [SAMPLER_LOCK_KEY, options.at ?? null],
+        tx,
       );
-      written = inserted.length === 1;
-    }
-    await deleteOldSamples(client);
-    await client.query("COMMIT");
-    return { outcome: written ? "written" : "exists", at };
-  } catch (err) {
-    await client.query("ROLLBACK").catch(() => (broken = true));
-    throw err;
-  } finally {
-    client.release(broken);
-  }
+      if (!locked) return { outcome: "locked", at };
+      const [{ exists }] = await query(z.object({ exists: z.boolean() }), "SELECT EXISTS (SELECT 1 FROM metric_samples WHERE at = $1) AS exists", [at], tx);
+      let written = false;
+      if (!exists) {
+        const m = await measure(tx, at, options);
+        const inserted = await query(
+          z.object({ at: z.date() }),
+          `INSERT INTO metric_samples (at, table_bytes, index_bytes, estimated_rows, alive_keys, expiry_backlog, backlog_capped,
+                                       in_flight, claims, duplicates, per_source)
+           VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
+           ON CONFLICT (at) DO NOTHING RETURNING at`,
+          [
+            at, m.tableBytes, m.indexBytes, m.estimatedRows, m.aliveKeys, m.expiryBacklog, m.backlogCapped,
+            m.inFlight, m.claims, m.duplicates, JSON.stringify(m.perSource),
+          ],
+          tx,
+        );
+        written = inserted.length === 1;
+      }
+      await deleteOldSamples(tx);
+      return { outcome: written ? "written" : "exists", at };
+    },
+    { db, timeout: SAMPLE_TIMEOUT_MS },
+  );
 }
 
 /** Deletes samples older than SAMPLES_KEPT_DAYS, oldest first, at most PRUNE_BATCH; returns how many. */
-export async function deleteOldSamples(on?: Queryable): Promise<number> {
-  const rows = await query<{ at: Date }>(
+export async function deleteOldSamples(db?: Db): Promise<number> {
+  const rows = await query(
+    z.object({ at: z.date() }),
     `DELETE FROM metric_samples WHERE at IN (
        SELECT at FROM metric_samples WHERE at < now() - make_interval(days => $1) ORDER BY at LIMIT $2)
      RETURNING at`,
     [SAMPLES_KEPT_DAYS, PRUNE_BATCH],
-    on,
+    db,
   );
   return rows.length;
 }
 
-type LeafRow = LeafStats & { total_bytes: number; index_bytes: number };
+const LeafRow = LeafStats.extend({ total_bytes: z.number(), index_bytes: z.number() });
 
 /** Reads the figures of a sample for minute `at` (the claim window ends there). */
-export async function measure(on: Queryable, at: Date, options: Omit<SampleOptions, "at"> = {}): Promise<Measurement> {
+export async function measure(db: Db, at: Date, options: Omit<SampleOptions, "at"> = {}): Promise<Measurement> {
   const backlogCap = options.backlogCap ?? BACKLOG_CAP;
   const aliveCap = options.aliveCap ?? ALIVE_COUNT_CAP;
   const claimMinutes = options.claimMinutes ?? 1;
 
   // The table itself, or if it is ever partitioned its leaf partitions: a partitioned parent has no
   // storage of its own, and neither do its indexes. (pg_partition_tree lists nothing for a plain table.)
-  const leaves = await query<LeafRow>(
+  const leaves = await query(
+    LeafRow,
     `WITH t AS (SELECT oid, relkind FROM pg_class WHERE oid = 'dedup_keys'::regclass),
      leaf AS (
        SELECT oid FROM t WHERE relkind <> 'p'
@@ -150,29 +154,32 @@ export async function measure(on: Queryable, at: Date, options: Omit<SampleOptio
             (pg_relation_size(c.oid) / current_setting('block_size')::int8)::float8 AS pages
      FROM leaf JOIN pg_class c ON c.oid = leaf.oid`,
     [],
-    on,
+    db,
   );
   // Both counts walk the expires_at index in order and stop after cap + 1 entries, whatever the table's
   // size. "Expired" is the claim rule: expires_at <= now() (the database clock).
-  const [counts] = await query<{ backlog: number; alive: number; in_flight: number }>(
+  const [counts] = await query(
+    z.object({ backlog: z.number(), alive: z.number(), in_flight: z.number() }),
     `SELECT (SELECT count(*) FROM (SELECT 1 FROM dedup_keys WHERE expires_at <= now() ORDER BY expires_at LIMIT $1) b) AS backlog,
             (SELECT count(*) FROM (SELECT 1 FROM dedup_keys WHERE expires_at > now() ORDER BY expires_at LIMIT $2) a) AS alive,
             (SELECT count(*) FROM dedup_keys WHERE status = 'processing' AND expires_at > now()) AS in_flight`,
     [backlogCap + 1, aliveCap + 1],
-    on,
+    db,
   );
-  const perSourceRows = await query<{ source: string; claims: number; duplicates: number }>(
+  const perSourceRows = await query(
+    z.object({ source: z.string(), claims: z.number(), duplicates: z.number() }),
     `SELECT source, sum(claimed)::int8 AS claims, sum(duplicate)::int8 AS duplicates
      FROM claim_counts
      WHERE bucket >= $1::timestamptz - make_interval(mins => $2) AND bucket < $1::timestamptz
      GROUP BY source ORDER BY source`,
     [at, claimMinutes],
-    on,
+    db,
   );
 
   const figures = tableFigures(leaves, { backlog: counts.backlog, backlogCap, alive: counts.alive, aliveCap });
-  const keysBySource = await measureSourceKeys(on, figures);
-  const sources = await query<{ name: string }>("SELECT name FROM sources", [], on);
+  const keysBySource = await measureSourceKeys(db, figures);
+  const risk = await keyRiskBySource(db);
+  const sources = await query(z.object({ name: z.string() }), "SELECT name FROM sources", [], db);
 
   const perSource: Measurement["perSource"] = {};
   let claims = 0;
@@ -185,7 +192,8 @@ export async function measure(on: Queryable, at: Date, options: Omit<SampleOptio
   // Every configured source gets its key counts (0 when it has none), so a source's chart shows zeros, not gaps.
   for (const { name } of sources) {
     const keys = keysBySource.get(name) ?? { aliveKeys: 0, expiryBacklog: 0, inFlight: 0, keysEstimated: !figures.exact };
-    perSource[name] = { ...(perSource[name] ?? { claims: 0, duplicates: 0 }), ...keys };
+    const r = risk.get(name);
+    perSource[name] = { ...(perSource[name] ?? { claims: 0, duplicates: 0 }), ...keys, keysAtRisk: r?.expired ?? 0, keysExpiringSoon: r?.expiring ?? 0 };
   }
   return {
     ...figures,

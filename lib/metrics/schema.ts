@@ -3,8 +3,8 @@
  * the pruner's runs over a time range. Shared by the route, the console and the tests.
  */
 import { z } from "zod";
-import { instant } from "../http/fields";
-import { sourceName } from "../claims/schema";
+import { instant } from "@/lib/http/fields";
+import { sourceName } from "@/lib/claims/schema";
 
 const count = z.number().int().nonnegative();
 
@@ -42,7 +42,7 @@ export type MetricsQuery = z.output<typeof metricsQuery>;
  */
 export const metricSampleSchema = z.object({
   /** The sample's minute (or the bucket's start). */
-  at: z.iso.datetime({ offset: true }),
+  at: instant,
   /** dedup_keys on disk: heap, TOAST and indexes, all partitions. */
   tableBytes: count,
   /** The indexes' share of tableBytes. */
@@ -61,14 +61,19 @@ export const metricSampleSchema = z.object({
   claims: count,
   /** Deliveries answered `duplicate` in the minute(s) before `at`. */
   duplicates: count,
+  /** The lowest and highest minute of aliveKeys and tableBytes in the bucket (equal to the value at one minute a point). */
+  aliveKeysMin: count,
+  aliveKeysMax: count,
+  tableBytesMin: count,
+  tableBytesMax: count,
 });
 export type MetricSample = z.infer<typeof metricSampleSchema>;
 
 /** One pruning run (or, for long ranges, the runs started in one bucket, summed). */
 export const pruneRunPointSchema = z.object({
-  startedAt: z.iso.datetime({ offset: true }),
+  startedAt: instant,
   /** null while the run is going. */
-  finishedAt: z.iso.datetime({ offset: true }).nullable(),
+  finishedAt: instant.nullable(),
   rows: count,
   batches: count,
   /** rows ÷ run time; null while the run is going or when it was too short to time. */
@@ -77,17 +82,35 @@ export const pruneRunPointSchema = z.object({
   stopped: z.string().nullable(),
   /** Runs merged into this point (1 unless the range is bucketed). */
   runs: count,
+  /** Of them, the runs that ended with an error; the Overview's failed-pruning callout sums these (one count, the chart's). */
+  failed: count,
+  /** The newest failed run of the point (its start and error), or null when none failed. */
+  lastError: z.object({ at: instant, message: z.string().nullable() }).nullable(),
 });
 export type PruneRunPoint = z.infer<typeof pruneRunPointSchema>;
 
+export const ANNOTATED_ACTIONS = ["source.update", "source.extend_keys", "replay.start"] as const;
+
+/** A configuration change marked on the charts' time axis (Grafana's annotations): from the action log. */
+export const metricAnnotationSchema = z.object({
+  at: instant,
+  action: z.enum(ANNOTATED_ACTIONS),
+  source: z.string().nullable(),
+  /** What changed, in a few words: "orders TTL 8h5m → 7d", "orders: 412 live keys extended", "orders replay of 6 (forced)". */
+  label: z.string(),
+});
+export type MetricAnnotation = z.infer<typeof metricAnnotationSchema>;
+
 export const metricsResponseSchema = z.object({
-  from: z.iso.datetime({ offset: true }),
-  to: z.iso.datetime({ offset: true }),
+  from: instant,
+  to: instant,
   /** With `?source=`: the samples are this source's (its keys, its estimated share of the bytes). */
   source: z.string().optional(),
   /** Seconds per sample: 60 for ranges up to a day, more for longer ones (see stepFor). */
   step: z.number().int().positive(),
   samples: z.array(metricSampleSchema),
   pruneRuns: z.array(pruneRunPointSchema),
+  /** TTL edits and other source changes, live-key extends and replays started in the range (of the source, with `?source=`), oldest first. */
+  annotations: z.array(metricAnnotationSchema),
 });
 export type MetricsResponse = z.infer<typeof metricsResponseSchema>;

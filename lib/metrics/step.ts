@@ -1,10 +1,14 @@
 /**
  * How coarse a metrics history is: the smallest step of the ladder that keeps a range at or under
- * MAX_POINTS points (1 h: every minute; 24 h: 2 min; 7 d: 15 min; 30 d: 1 h). Pure.
+ * MAX_POINTS points (1 h: every minute; 24 h: 10 min; 7 d: 1 h; 30 d: 4 h), as Grafana picks an interval
+ * per range. Pure.
  */
 
-/** Points per series at most: ~720 keeps the answer small (tens of kB) and a chart still fine-grained. */
-export const MAX_POINTS = 720;
+/**
+ * Points per series at most: a chart ~900 px wide reads ~5 px per point; 720 two-minute points over a day
+ * drew sawtooth noise (issue 23). The spread inside a bucket is kept as min/max bands (history.ts).
+ */
+export const MAX_POINTS = 180;
 
 const LADDER_MINUTES = [1, 2, 5, 10, 15, 30, 60, 120, 240, 360, 720, 1440];
 

@@ -1,6 +1,6 @@
 /** The Overview's default range follows the data (lib/metrics/default-range.ts). */
 import { describe, expect, it } from "vitest";
-import { rangeForData } from "../../lib/metrics/default-range";
+import { rangeForData } from "@/lib/metrics/default-range";
 
 const now = new Date("2026-12-05T12:00:00Z");
 const hoursAgo = (h: number) => new Date(now.getTime() - h * 3600_000);

@@ -4,14 +4,14 @@
  * table's mode would disturb the other test files).
  */
 import { describe, expect, it } from "vitest";
-import { claimEvent, claimEvents } from "../../lib/claims/claim";
-import { forgetDedupMode } from "../../lib/claims/mode";
-import { cliPrincipal } from "../../lib/auth/principal";
-import { flushClaimCounts } from "../../lib/metrics/claim-counts";
-import { duplicateAgeHistogram } from "../../lib/metrics/duplicate-age-history";
-import { enablePartitionMode } from "../../lib/retention/partitions";
-import { makeSource, sql, uniq } from "../setup/db";
-import { usePrivateDatabase } from "../setup/private-db";
+import { claimEvent, claimEvents } from "@/lib/claims/claim";
+import { forgetDedupMode } from "@/lib/claims/mode";
+import { cliPrincipal } from "@/lib/auth/principal";
+import { flushClaimCounts } from "@/lib/metrics/claim-counts";
+import { duplicateAgeHistogram } from "@/lib/metrics/duplicate-age-history";
+import { enablePartitionMode } from "@/lib/retention/partitions";
+import { makeSource, sql, uniq } from "@/test/setup/db";
+import { usePrivateDatabase } from "@/test/setup/private-db";
 
 usePrivateDatabase();
 

@@ -4,13 +4,14 @@
  * (with a repeat inside it), the in-process library — flushed with the outcome counters; claims made on
  * the caller's own connection are left out, like their outcome counts.
  */
+import { connectionDb } from "@/lib/db/transaction";
 import { describe, expect, it } from "vitest";
-import { POST as claimRoute } from "../../app/api/v1/claims/route";
-import { POST as batchRoute } from "../../app/api/v1/claims/batch/route";
-import { claimEvent, claimEvents } from "../../lib/claims/claim";
-import { pool } from "../../lib/db/client";
-import { flushClaimCounts } from "../../lib/metrics/claim-counts";
-import { duplicateAgeHistogram } from "../../lib/metrics/duplicate-age-history";
+import { POST as claimRoute } from "@/app/api/v1/claims/route";
+import { POST as batchRoute } from "@/app/api/v1/claims/batch/route";
+import { claimEvent, claimEvents } from "@/lib/claims/claim";
+import { pool } from "@/lib/db/client";
+import { flushClaimCounts } from "@/lib/metrics/claim-counts";
+import { duplicateAgeHistogram } from "@/lib/metrics/duplicate-age-history";
 import {
   addAges,
   AGE_BUCKETS,
@@ -19,9 +20,9 @@ import {
   duplicateAgesOf,
   emptyHistogram,
   quantileUpperBound,
-} from "../../lib/metrics/duplicate-ages";
-import { makeSource, sql, uniq } from "../setup/db";
-import { makeApiKey, post } from "../setup/http";
+} from "@/lib/metrics/duplicate-ages";
+import { makeSource, sql, uniq } from "@/test/setup/db";
+import { makeApiKey, post } from "@/test/setup/http";
 
 const M = 60;
 const H = 3600;
@@ -161,7 +162,7 @@ describe("duplicate ages recorded per source (real PostgreSQL)", () => {
     const client = await pool().connect();
     try {
       await client.query("BEGIN");
-      expect((await claimEvent({ source, eventId: e, eventType: "t" }, { on: client })).outcome).toBe("duplicate");
+      expect((await claimEvent({ source, eventId: e, eventType: "t" }, {}, connectionDb(client))).outcome).toBe("duplicate");
       await client.query("COMMIT");
     } finally {
       client.release();

@@ -1,8 +1,8 @@
 /** The sampler's pure rules: row estimates, exact-when-cheap figures, the step ladder, the tick timing. */
 import { describe, expect, it } from "vitest";
-import { leafRowEstimate, tableFigures } from "../../lib/metrics/estimate";
-import { msUntilNextTick } from "../../lib/metrics/sampler";
-import { MAX_POINTS, stepFor } from "../../lib/metrics/step";
+import { leafRowEstimate, tableFigures } from "@/lib/metrics/estimate";
+import { msUntilNextTick } from "@/lib/metrics/sampler";
+import { MAX_POINTS, stepFor } from "@/lib/metrics/step";
 
 describe("leafRowEstimate", () => {
   it("scales the analyzed density to the table's current size, like the planner", () => {
@@ -54,13 +54,14 @@ describe("tableFigures", () => {
 });
 
 describe("stepFor", () => {
-  it("keeps every minute up to 12 hours, then coarser steps under the point budget", () => {
+  it("keeps every minute up to 3 hours, then coarser steps under the point budget", () => {
     expect(stepFor(3600)).toBe(60);
-    expect(stepFor(12 * 3600)).toBe(60);
-    expect(stepFor(86400)).toBe(120);
-    expect(stepFor(7 * 86400)).toBe(900);
-    expect(stepFor(30 * 86400)).toBe(3600);
-    expect(stepFor(31 * 86400)).toBe(7200);
+    expect(stepFor(3 * 3600)).toBe(60);
+    expect(stepFor(12 * 3600)).toBe(300);
+    expect(stepFor(86400)).toBe(600);
+    expect(stepFor(7 * 86400)).toBe(3600);
+    expect(stepFor(30 * 86400)).toBe(14400);
+    expect(stepFor(31 * 86400)).toBe(21600);
     for (const range of [3600, 86400, 7 * 86400, 30 * 86400, 31 * 86400]) {
       expect(range / stepFor(range)).toBeLessThanOrEqual(MAX_POINTS);
     }

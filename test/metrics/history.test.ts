@@ -4,10 +4,10 @@
  * other test file uses (a random hour 8 to 20 days back), and asserts only about that window.
  */
 import { describe, expect, it } from "vitest";
-import { GET } from "../../app/api/v1/metrics/route";
-import { metricsResponseSchema, type MetricsResponse } from "../../lib/metrics/schema";
-import { sql } from "../setup/db";
-import { makeApiKey, type Called } from "../setup/http";
+import { GET } from "@/app/api/v1/metrics/route";
+import { metricsResponseSchema, type MetricsResponse } from "@/lib/metrics/schema";
+import { sql } from "@/test/setup/db";
+import { makeApiKey, type Called } from "@/test/setup/http";
 
 let readKey: string | undefined;
 
@@ -69,13 +69,13 @@ describe("GET /api/v1/metrics: validation", () => {
     expect((await getMetrics({}, null)).status).toBe(401);
   });
 
-  it("answers the last 24 hours by default, every 2 minutes", async () => {
+  it("answers the last 24 hours by default, every 10 minutes", async () => {
     const r = await getMetrics({});
     expect(r.status).toBe(200);
     const body = metricsResponseSchema.parse(r.body);
     expect(new Date(body.to).getTime() - new Date(body.from).getTime()).toBe(86400_000);
     expect(Math.abs(new Date(body.to).getTime() - Date.now())).toBeLessThan(60_000);
-    expect(body.step).toBe(120);
+    expect(body.step).toBe(600);
   });
 });
 
@@ -103,6 +103,10 @@ describe("GET /api/v1/metrics: samples and prune runs", () => {
         inFlight: 1,
         claims: 42,
         duplicates: 7,
+        aliveKeysMin: 8_876_544,
+        aliveKeysMax: 8_876_544,
+        tableBytesMin: 5_000_000_000,
+        tableBytesMax: 5_000_000_000,
       },
       expect.objectContaining({ at: minutes(hour, 3).toISOString(), expiryBacklog: 1_000_000, backlogCapped: true }),
     ]);
@@ -115,12 +119,24 @@ describe("GET /api/v1/metrics: samples and prune runs", () => {
         rowsPerSecond: 5000,
         stopped: "drained",
         runs: 1,
+        failed: 0,
+        lastError: null,
       },
-      { startedAt: minutes(hour, 5).toISOString(), finishedAt: null, rows: 1_000, batches: 1, rowsPerSecond: null, stopped: null, runs: 1 },
+      {
+        startedAt: minutes(hour, 5).toISOString(),
+        finishedAt: null,
+        rows: 1_000,
+        batches: 1,
+        rowsPerSecond: null,
+        stopped: null,
+        runs: 1,
+        failed: 0,
+        lastError: null,
+      },
     ]);
   });
 
-  it("buckets a 7-day range by 15 minutes: average sizes, peak backlog, summed claims and runs", async () => {
+  it("buckets a 40-hour range by 15 minutes: average sizes with their low and high, peak backlog, summed claims and runs", async () => {
     const hour = await quietHour();
     await insertSample(minutes(hour, 0), { bytes: 1000, rows: 100, backlog: 10, claims: 1, dups: 2 });
     await insertSample(minutes(hour, 7), { bytes: 3000, rows: 300, backlog: 50, claims: 3, dups: 4 });
@@ -128,10 +144,16 @@ describe("GET /api/v1/metrics: samples and prune runs", () => {
     await insertSample(minutes(hour, 15), { bytes: 9000, rows: 900, backlog: 5, claims: 100, dups: 100 });
     await insertRun(minutes(hour, 1), 2, 600, 1);
     await insertRun(minutes(hour, 9), 4, 3000, 3, "time_budget");
+    // A failed run in the range's last bucket, at its very end: counted, with its error (the failed-pruning callout's figures).
+    await sql(
+      `INSERT INTO prune_runs (started_at, finished_at, mode, trigger, batches, rows, stopped, error)
+       VALUES ($1, $1::timestamptz + interval '1 second', 'batch', 'schedule', 0, 0, 'error', 'disk full')`,
+      [minutes(hour, 15)],
+    );
 
-    // A week ending 15 minutes after the hour starts, so the hour's first two buckets are the range's last.
+    // 40 hours ending 15 minutes after the hour starts, so the hour's first two buckets are the range's last.
     const to = minutes(hour, 15);
-    const from = new Date(to.getTime() - 7 * 86400_000);
+    const from = new Date(to.getTime() - 40 * 3600_000);
     const body = metricsResponseSchema.parse((await getMetrics({ from: from.toISOString(), to: to.toISOString() })).body);
     expect(body.step).toBe(900);
     const mine = body.samples.filter((s) => new Date(s.at) >= hour);
@@ -147,6 +169,10 @@ describe("GET /api/v1/metrics: samples and prune runs", () => {
         inFlight: 1,
         claims: 9,
         duplicates: 12,
+        aliveKeysMin: 90,
+        aliveKeysMax: 250,
+        tableBytesMin: 1000,
+        tableBytesMax: 3000,
       },
       expect.objectContaining({ at: minutes(hour, 15).toISOString(), tableBytes: 9000, claims: 100 }),
     ]);
@@ -160,7 +186,10 @@ describe("GET /api/v1/metrics: samples and prune runs", () => {
         rowsPerSecond: 600,
         stopped: "time_budget",
         runs: 2,
+        failed: 0,
+        lastError: null,
       },
+      expect.objectContaining({ startedAt: minutes(hour, 15).toISOString(), runs: 1, failed: 1, stopped: "error", lastError: { at: minutes(hour, 15).toISOString(), message: "disk full" } }),
     ]);
   });
 });
@@ -193,8 +222,36 @@ describe("GET /api/v1/metrics?source=: one source's figures", () => {
         inFlight: 2,
         claims: 7,
         duplicates: 1,
+        aliveKeysMin: 150,
+        aliveKeysMax: 150,
+        tableBytesMin: 200_000,
+        tableBytesMax: 200_000,
       },
     ]);
     expect((await getMetrics({ source: "Not A Source" })).status).toBe(422);
+  });
+});
+
+describe("GET /api/v1/metrics: annotations", () => {
+  it("marks TTL edits, live-key extends and replays of the range (of the source with ?source=), oldest first", async () => {
+    const hour = await quietHour();
+    const source = `annot-${Math.random().toString(16).slice(2, 10)}`;
+    const action = (at: Date, src: string, detail: object) =>
+      sql("INSERT INTO audit_events (at, source, kind, actor, detail) VALUES ($1, $2, 'operator', 'user:ann', $3::jsonb)", [at, src, JSON.stringify(detail)]);
+    await action(minutes(hour, 1), source, { action: "source.update", outcome: "ok", before: { ttlSeconds: 29100 }, after: { ttlSeconds: 604800 } });
+    await action(minutes(hour, 2), source, { action: "source.extend_keys", outcome: "ok", after: { ttlSeconds: 604800, extended: 412 } });
+    await action(minutes(hour, 3), source, { action: "replay.start", outcome: "ok", after: { total: 6, forced: true } });
+    await action(minutes(hour, 4), source, { action: "source.update", outcome: "refused" }); // not a change
+    await action(minutes(hour, 5), source, { action: "user.create", outcome: "ok" }); // not a configuration change
+    await action(minutes(hour, 6), "other-source", { action: "source.update", outcome: "ok", before: { ttlSeconds: 60 }, after: { ttlSeconds: 60 } });
+
+    const body = metricsResponseSchema.parse((await getMetrics({ from: hour.toISOString(), to: minutes(hour, 10).toISOString(), source })).body);
+    expect(body.annotations).toEqual([
+      { at: minutes(hour, 1).toISOString(), action: "source.update", source, label: `${source} TTL 8h5m → 7d` },
+      { at: minutes(hour, 2).toISOString(), action: "source.extend_keys", source, label: `${source}: 412 live keys extended` },
+      { at: minutes(hour, 3).toISOString(), action: "replay.start", source, label: `${source} replay of 6 (forced)` },
+    ]);
+    const all = metricsResponseSchema.parse((await getMetrics({ from: hour.toISOString(), to: minutes(hour, 10).toISOString() })).body);
+    expect(all.annotations.map((a) => a.label)).toContain("other-source settings changed");
   });
 });

@@ -1,6 +1,6 @@
 /** Scaling a sample of the dedup table to per-source key counts (lib/metrics/per-source.ts). Pure. */
 import { describe, expect, it } from "vitest";
-import { scalePerSource } from "../../lib/metrics/per-source";
+import { scalePerSource } from "@/lib/metrics/per-source";
 
 describe("scalePerSource", () => {
   it("gives each source its share of the sampled rows, applied to the table's totals, so they add up", () => {

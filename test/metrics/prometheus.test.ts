@@ -3,26 +3,28 @@
  * key of scope metrics and with KEYWARD_METRICS_TOKEN, refused without credentials (401), with a wrong
  * token (401) and with a claims key (403); the exposition parses as Prometheus text format, and its
  * values follow claims (in-process counter and latency histogram), samples (table rows, expiry backlog),
- * prune runs, dead letters and the RabbitMQ inlets' lag.
+ * prune runs, dead letters and the inlets' lag (labelled by kind).
  */
 import parsePrometheusTextFormat from "parse-prometheus-text-format";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { cliPrincipal } from "../../lib/auth/principal";
-import { recordDeadLetter, recordInletLetters } from "../../lib/deadletters/intake";
-import { parseInput } from "../../lib/http/validate";
-import { createInletRequest } from "../../lib/inlets/schema";
-import { createInlet, reportInlet } from "../../lib/inlets/inlets";
-import { takeSample } from "../../lib/metrics/sampler";
-import { pruneExpiredKeys } from "../../lib/retention/prune";
-import { actorOf } from "../../lib/auth/principal";
-import { hasScope } from "../../lib/auth/schema";
-import { loadEnv } from "../../lib/config/env";
-import { call, startTestServer } from "../setup/auth";
-import { makeSource, uniq } from "../setup/db";
-import { makeApiKey } from "../setup/http";
-import { insertKeys } from "../setup/keys";
-import { usePrivateDatabase } from "../setup/private-db";
-import { stopServer, type Server } from "../setup/server";
+import { cliPrincipal } from "@/lib/auth/principal";
+import { recordDeadLetter, recordInletLetters } from "@/lib/deadletters/intake";
+import { parseInput } from "@/lib/http/validate";
+import { createInletRequest } from "@/lib/inlets/schema";
+import { createInlet, reportInlet } from "@/lib/inlets/inlets";
+import { takeSample } from "@/lib/metrics/sampler";
+import { pruneExpiredKeys } from "@/lib/retention/prune";
+import { actorOf } from "@/lib/auth/principal";
+import { hasScope } from "@/lib/auth/schema";
+import { loadEnv } from "@/lib/config/env";
+import { call, startTestServer } from "@/test/setup/auth";
+import { makeSource, uniq } from "@/test/setup/db";
+import { makeApiKey } from "@/test/setup/http";
+import { insertKeys } from "@/test/setup/keys";
+import { usePrivateDatabase } from "@/test/setup/private-db";
+import { stopServer, type Server } from "@/test/setup/server";
+import { seedDeadLetters, setKeyExpiry } from "@/test/setup/replay";
+import { sql } from "@/test/setup/db";
 
 usePrivateDatabase();
 
@@ -148,10 +150,15 @@ describe("GET /metrics", () => {
     expect(value(await scrape(TOKEN), "keyward_expiry_backlog")).toBe(0);
   });
 
-  it("exports each RabbitMQ inlet's lag as its consumer reported it, and unidentified dead letters", async () => {
+  it("exports each inlet's lag as its consumer reported it, labelled by kind, and unidentified dead letters", async () => {
     const source = await makeSource();
     const inlet = await createInlet(source, parseInput(createInletRequest, { amqpUrl: "amqp://guest:guest@127.0.0.1:5672/", queue: uniq("q"), check: false }), cliPrincipal());
-    const labels = { source, inlet: inlet.id };
+    const labels = { source, kind: "amqp", inlet: inlet.id };
+    const jobs = await createInlet(
+      source,
+      parseInput(createInletRequest, { kind: "bullmq", redisUrl: "redis://127.0.0.1:6379", queue: uniq("q"), check: false }),
+      cliPrincipal(),
+    );
     const before = await scrape(TOKEN);
     expect(value(before, "keyward_inlet_up", labels)).toBe(0);
     expect(before.text).not.toContain(`keyward_inlet_lag_messages{source="${source}"`);
@@ -171,7 +178,63 @@ describe("GET /metrics", () => {
     expect(value(after, "keyward_inlet_up", labels)).toBe(1);
     expect(value(after, "keyward_inlet_lag_messages", labels)).toBe(17);
     expect(value(after, "keyward_inlet_lag_seconds", labels)).toBe(2.5);
+    expect(value(after, "keyward_inlet_up", { source, kind: "bullmq", inlet: jobs.id })).toBe(0);
     expect(value(after, "keyward_dead_letters_unidentified", { source })).toBe(1);
     expect(value(after, "keyward_dead_letters_pending", { source })).toBeUndefined();
+  });
+
+  it("exports what the alerts read: claim answers by status, keys pruned, prune failures, dead letters' age and keys at risk, late duplicates, jobs", async () => {
+    const source = await makeSource();
+    const operatorKey = (await makeApiKey(["operator"])).key;
+    const before = await scrape(TOKEN);
+    const answers = (route: string, code: string) => value(before, "keyward_claim_responses_total", { route, code }) ?? 0;
+    const created = answers("claim", "201");
+    const refused = answers("claim", "422");
+
+    const claim = (body: Record<string, unknown>) => call(baseUrl, "POST", "/api/v1/claims", { key: claimsKey, body: { source, eventType: "t", ...body } });
+    expect((await claim({ eventId: "r1" })).status).toBe(201);
+    expect((await claim({ eventId: "r2" })).status).toBe(201);
+    expect((await claim({ eventId: "" })).status).toBe(422);
+
+    // Dead letters: r1 processed and its key gone (at risk), r2's key expiring within the hour, r3 never claimed.
+    await setKeyExpiry(source, "r1", -60);
+    await setKeyExpiry(source, "r2", 3600);
+    await seedDeadLetters(source, ["r1", "r2", "r3"]);
+    await sql("UPDATE dead_letters SET received_at = now() - interval '2 hours' WHERE source = $1 AND event_id = 'r3'", [source]);
+    // The server prunes r1's key: this process's counter counts it.
+    const prunedBefore = value(before, "keyward_pruned_keys_total") ?? 0;
+    const prune = await call(baseUrl, "POST", "/api/v1/maintenance/prune", { key: operatorKey, body: {} });
+    expect(prune.status, prune.text).toBe(200);
+    expect(prune.body.run.rows).toBeGreaterThanOrEqual(1);
+    // Two failed runs after it (as an unreachable partition would leave them), and a late duplicate found a minute ago.
+    await sql(
+      `INSERT INTO prune_runs (mode, trigger, started_at, finished_at, stopped, error)
+       SELECT 'batch', 'schedule', now() + i * interval '1 ms', now() + i * interval '1 ms', 'error', 'boom' FROM generate_series(1, 2) i`,
+    );
+    await sql(
+      `INSERT INTO late_duplicates (source, event_id, first_claim_at, late_claim_at, gap_seconds, key_state)
+       VALUES ($1, 'late-1', now() - interval '8 days', now() - interval '1 minute', 8 * 86400 - 60, 'pruned')`,
+      [source],
+    );
+    const minute = new Date(Math.floor(Date.now() / 60_000) * 60_000 + 7_200_000);
+    expect((await takeSample({ at: minute })).outcome).toBe("written");
+
+    const after = await scrape(metricsKey);
+    expect(value(after, "keyward_claim_responses_total", { route: "claim", code: "201" })).toBe(created + 2);
+    expect(value(after, "keyward_claim_responses_total", { route: "claim", code: "422" })).toBe(refused + 1);
+    expect(value(after, "keyward_pruned_keys_total")).toBe(prunedBefore + prune.body.run.rows);
+    expect(value(after, "keyward_prune_consecutive_failures")).toBe(2);
+    expect(value(after, "keyward_prune_last_success_timestamp_seconds")).toBeCloseTo(Date.parse(prune.body.run.finishedAt) / 1000, 2);
+    expect(value(after, "keyward_dead_letters_pending", { source })).toBe(3);
+    expect(value(after, "keyward_dead_letters_oldest_pending_age_seconds", { source })).toBeGreaterThanOrEqual(7200);
+    expect(value(after, "keyward_dead_letter_keys_at_risk", { source, risk: "expired" })).toBe(1);
+    expect(value(after, "keyward_dead_letter_keys_at_risk", { source, risk: "expiring" })).toBe(1);
+    expect(value(after, "keyward_late_duplicates_last_hour", { source })).toBe(1);
+    expect(value(after, "keyward_job_wedged", { name: "audit partition upkeep" })).toBe(0);
+    // Without KEYWARD_REDIS_URL there is no Redis to be up or down.
+    expect(after.text).not.toMatch(/^keyward_redis_up /m);
+    // A run that succeeds again clears the failures.
+    await sql("INSERT INTO prune_runs (mode, trigger, started_at, finished_at, stopped) VALUES ('batch', 'schedule', now() + interval '1 s', now() + interval '1 s', 'drained')");
+    expect(value(await scrape(TOKEN), "keyward_prune_consecutive_failures")).toBe(0);
   });
 });

@@ -3,11 +3,11 @@
  * they start run their own samplers), so assertions are about this file's own keys, sources and
  * minutes, or are lower bounds: "at least the keys inserted here".
  */
+import { database } from "@/lib/db/transaction";
 import { describe, expect, it, vi } from "vitest";
-import { pool } from "../../lib/db/client";
-import { measure, takeSample, type SampleOptions, type SampleOutcome } from "../../lib/metrics/sampler";
-import { measureSourceKeys } from "../../lib/metrics/per-source";
-import { makeSource, sql, uniq } from "../setup/db";
+import { measure, takeSample, type SampleOptions, type SampleOutcome } from "@/lib/metrics/sampler";
+import { measureSourceKeys } from "@/lib/metrics/per-source";
+import { makeSource, sql, uniq } from "@/test/setup/db";
 
 /** A minute of the past no other test writes: `daysAgo` days back, at a random minute of that day. */
 async function freeMinute(daysAgo: number): Promise<Date> {
@@ -108,11 +108,11 @@ describe("measure", () => {
     await insertKeys(source, { expired: 5, alive: 3, leased: 0 });
     const [{ at }] = await sql<{ at: Date }>("SELECT date_trunc('minute', now()) AS at");
 
-    const full = await measure(pool(), at);
+    const full = await measure(database(), at);
     expect(full.expiryBacklog).toBeGreaterThanOrEqual(5);
     expect(full.backlogCapped).toBe(false);
 
-    const capped = await measure(pool(), at, { backlogCap: 3 });
+    const capped = await measure(database(), at, { backlogCap: 3 });
     expect(capped.expiryBacklog).toBe(3);
     expect(capped.backlogCapped).toBe(true);
     expect(capped.exact).toBe(false);
@@ -124,7 +124,7 @@ describe("measure", () => {
     const source = await makeSource(86400, uniq("alv"));
     await insertKeys(source, { expired: 0, alive: 4, leased: 0 });
     const [{ at }] = await sql<{ at: Date }>("SELECT date_trunc('minute', now()) AS at");
-    const m = await measure(pool(), at, { aliveCap: 2 });
+    const m = await measure(database(), at, { aliveCap: 2 });
     expect(m.exact).toBe(false);
     expect(m.aliveKeys).toBeGreaterThanOrEqual(2);
   });
@@ -139,11 +139,11 @@ describe("measure", () => {
               ($1::timestamptz, $2, 1000, 1000, 0, 0)`,
       [at, source],
     );
-    const one = await measure(pool(), at);
+    const one = await measure(database(), at);
     expect(one.perSource[source]).toMatchObject({ claims: 7, duplicates: 3, aliveKeys: 0, expiryBacklog: 0, inFlight: 0 });
     expect(one.claims).toBeGreaterThanOrEqual(7);
     expect(one.duplicates).toBeGreaterThanOrEqual(3);
-    const two = await measure(pool(), at, { claimMinutes: 2 });
+    const two = await measure(database(), at, { claimMinutes: 2 });
     expect(two.perSource[source]).toMatchObject({ claims: 107, duplicates: 103 });
   });
 
@@ -152,16 +152,16 @@ describe("measure", () => {
     const quiet = await makeSource(86400, uniq("psq"));
     await insertKeys(source, { expired: 2, alive: 5, leased: 1 });
     const [{ at }] = await sql<{ at: Date }>("SELECT date_trunc('minute', now()) AS at");
-    const m = await measure(pool(), at);
+    const m = await measure(database(), at);
     // The shared database stays far below the exact-count limit (100,000 keys).
-    expect(m.perSource[source]).toEqual({ claims: 0, duplicates: 0, aliveKeys: 5, expiryBacklog: 2, inFlight: 1, keysEstimated: false });
-    expect(m.perSource[quiet]).toEqual({ claims: 0, duplicates: 0, aliveKeys: 0, expiryBacklog: 0, inFlight: 0, keysEstimated: false });
+    expect(m.perSource[source]).toEqual({ claims: 0, duplicates: 0, aliveKeys: 5, expiryBacklog: 2, inFlight: 1, keysEstimated: false, keysAtRisk: 0, keysExpiringSoon: 0 });
+    expect(m.perSource[quiet]).toEqual({ claims: 0, duplicates: 0, aliveKeys: 0, expiryBacklog: 0, inFlight: 0, keysEstimated: false, keysAtRisk: 0, keysExpiringSoon: 0 });
     // Past the counting caps the table is sampled (TABLESAMPLE) and the shares scaled to the totals: estimates.
     // A table "of one row" is sampled whole (100 %), so this file's few keys are surely in the sample.
-    const est = await measureSourceKeys(pool(), { estimatedRows: 1, aliveKeys: 1e9, expiryBacklog: 1e9, exact: false });
+    const est = await measureSourceKeys(database(), { estimatedRows: 1, aliveKeys: 1e9, expiryBacklog: 1e9, exact: false });
     expect(est.get(source)).toMatchObject({ keysEstimated: true, inFlight: 1 });
     expect(est.get(source)!.aliveKeys).toBeGreaterThan(0);
     expect(est.get(source)!.expiryBacklog).toBeGreaterThan(0);
-    expect((await measure(pool(), at, { aliveCap: 2 })).perSource[source].keysEstimated).toBe(true);
+    expect((await measure(database(), at, { aliveCap: 2 })).perSource[source].keysEstimated).toBe(true);
   });
 });
