@@ -7,13 +7,14 @@
  */
 import "server-only";
 import { z } from "zod";
-import type { Prisma } from "../db/generated/client";
-import { database, type Db } from "../db/transaction";
-import { actorOf, type Principal } from "../auth/principal";
-import { storableText } from "../http/fields";
-import { pageOf, type Page } from "../pagination";
-import { auditCursor } from "./schema";
-import { AUDIT_COLUMNS, positionOf, toAuditRow } from "./search";
+import type { Prisma } from "@/lib/db/generated/client";
+import { database, type Db } from "@/lib/db/transaction";
+import { actorOf, type Principal } from "@/lib/auth/principal";
+import { storableText } from "@/lib/http/fields";
+import { pageOf, type Page } from "@/lib/pagination";
+import { auditCursor, type ActionRecord } from "./schema";
+import { AUDIT_COLUMNS, DbRow, positionOf, toAuditRow } from "./search";
+import { query, sqlParams } from "@/lib/db/sql";
 
 export const OPERATOR_KIND = "operator";
 
@@ -66,16 +67,7 @@ export const listActionsQuery = z.strictObject({
 });
 export type ListActionsQuery = z.infer<typeof listActionsQuery>;
 
-export type ActionRecord = {
-  id: string;
-  at: string;
-  actor: string;
-  action: string;
-  outcome: string;
-  target: { type: string; id: string } | null;
-  source: string | null;
-  detail: Record<string, unknown>;
-};
+export type { ActionRecord } from "./schema";
 
 /**
  * Newest first, keyset-paginated exactly like the audit search (lib/audit/search.ts: the cursor is the
@@ -83,17 +75,18 @@ export type ActionRecord = {
  * through the (kind, at) index. Raw SQL: the keyset row value and a filter on a jsonb field.
  */
 export async function listActions(q: ListActionsQuery, db: Db = database()): Promise<Page<ActionRecord>> {
-  const values: unknown[] = [];
-  const p = (v: unknown) => `$${values.push(v)}`;
+  const { values, p } = sqlParams();
   const where = [`kind = ${p(OPERATOR_KIND)}`];
   if (q.actor) where.push(`actor = ${p(q.actor)}`);
   if (q.action) where.push(`detail->>'action' = ${p(q.action)}`);
   if (q.cursor) where.push(`(at, id) < (${p(q.cursor.at)}::timestamptz, ${p(q.cursor.id)}::bigint)`);
   const rows = (
-    await db.query<Parameters<typeof toAuditRow>[0]>(
+    await query(
+      DbRow,
       `SELECT ${AUDIT_COLUMNS} FROM audit_events WHERE ${where.join(" AND ")}
        ORDER BY audit_events.at DESC, audit_events.id DESC LIMIT ${p(q.limit + 1)}`,
       values,
+      db,
     )
   ).map(toAuditRow);
   return pageOf(rows, q.limit, toActionRecord, positionOf);

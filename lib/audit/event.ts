@@ -4,10 +4,13 @@
  * explained by explainEvent (pure). Works for keys pruned long ago: the history outlives them.
  */
 import "server-only";
-import { query, type PreparedSql } from "../db/sql";
+import { z } from "zod";
+import { query, type PreparedSql } from "@/lib/db/sql";
+import { readQuery } from "@/lib/db/read";
 import { explainEvent } from "./explain";
-import { AUDIT_COLUMNS, auditRetentionDays, toAuditRow } from "./search";
+import { AUDIT_COLUMNS, auditRetentionDays, DbRow, toAuditRow } from "./search";
 import type { EventAnswer, KeyRow } from "./schema";
+import { claimStatus } from "@/lib/claims/schema";
 
 export const TIMELINE_LIMIT = 1000;
 
@@ -26,16 +29,17 @@ const TIMELINE_SQL: PreparedSql = {
     ORDER BY audit_events.at DESC, audit_events.id DESC LIMIT $4`,
 };
 
-type KeyDbRow = {
-  now: Date;
-  event_type: string | null;
-  status: "done" | "processing" | null;
-  received_at: Date | null;
-  expires_at: Date | null;
-  lease_expires_at: Date | null;
-  duplicate_count: number | null;
-  last_duplicate_at: Date | null;
-};
+const KeyDbRow = z.object({
+  now: z.date(),
+  event_type: z.string().nullable(),
+  status: claimStatus.nullable(),
+  received_at: z.date().nullable(),
+  expires_at: z.date().nullable(),
+  lease_expires_at: z.date().nullable(),
+  duplicate_count: z.number().nullable(),
+  last_duplicate_at: z.date().nullable(),
+});
+type KeyDbRow = z.output<typeof KeyDbRow>;
 
 /** Raw SQL: per source, an EXISTS on the (source, event_id) key and audit indexes (an id-only lookup would scan). */
 const OTHER_SOURCES_SQL = `
@@ -48,8 +52,10 @@ ORDER BY s.name LIMIT 10`;
 export async function getEventAnswer({ source, eventId }: { source: string; eventId: string }): Promise<EventAnswer> {
   const retentionDays = auditRetentionDays();
   const [keyRows, timelineRows] = await Promise.all([
-    query<KeyDbRow>(KEY_SQL, [source, eventId]),
-    query<Parameters<typeof toAuditRow>[0]>(TIMELINE_SQL, [source, eventId, retentionDays, TIMELINE_LIMIT + 1]),
+    // The key's state from the primary (a release or complete just made must show); the history may come
+    // from a read replica (lib/db/read.ts).
+    query(KeyDbRow, KEY_SQL, [source, eventId]),
+    readQuery(DbRow, TIMELINE_SQL, [source, eventId, retentionDays, TIMELINE_LIMIT + 1]),
   ]);
   const k = keyRows[0];
   const row: KeyRow | null =
@@ -68,7 +74,7 @@ export async function getEventAnswer({ source, eventId }: { source: string; even
   // Never seen here: which other sources know this id (looked up source by source, on their indexes).
   const otherSources =
     row === null && timeline.length === 0
-      ? (await query<{ name: string }>(OTHER_SOURCES_SQL, [source, eventId, retentionDays])).map((r) => r.name)
+      ? (await readQuery(z.object({ name: z.string() }), OTHER_SOURCES_SQL, [source, eventId, retentionDays])).map((r) => r.name)
       : [];
   return {
     ...explainEvent({ source, eventId, row }, timeline, k.now),

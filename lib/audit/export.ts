@@ -11,8 +11,8 @@
  */
 import "server-only";
 import { stringify } from "csv-stringify/sync";
-import { query } from "../db/sql";
-import { auditPageSql, auditRetentionDays, positionOf, resolveRange, toAuditRow } from "./search";
+import { readQuery } from "@/lib/db/read";
+import { auditPageSql, auditRetentionDays, DbRow, positionOf, resolveRange, toAuditRow } from "./search";
 import type { AuditFilters, AuditPosition, AuditRow } from "./schema";
 
 export const EXPORT_BATCH = 1000;
@@ -61,7 +61,7 @@ export async function exportAuditCsv(f: AuditFilters, o: ExportOptions = {}): Pr
   const encoder = new TextEncoder();
   const readBatch = async (after: AuditPosition | undefined) => {
     const { values, ...sql } = auditPageSql(f, range, after, batchSize);
-    const rows = (await query<Parameters<typeof toAuditRow>[0]>(sql, values)).map(toAuditRow);
+    const rows = (await readQuery(DbRow, sql, values)).map(toAuditRow);
     o.onBatch?.(rows.length);
     return rows;
   };

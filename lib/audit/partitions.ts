@@ -6,9 +6,10 @@
  * first) and drops whole months (no row-by-row DELETE; the append-only trigger stays intact).
  */
 import "server-only";
-import { query } from "../db/sql";
-import { loadEnv } from "../config/env";
-import type { Job } from "../jobs/registry";
+import { z } from "zod";
+import { execute, query } from "@/lib/db/sql";
+import { loadEnv } from "@/lib/config/env";
+import type { Job } from "@/lib/jobs/registry";
 import { recordAction } from "./actions";
 
 export const AUDIT_MONTHS_AHEAD = 3;
@@ -16,7 +17,7 @@ const EVERY_MS = 6 * 3600 * 1000;
 
 /** Creates the missing monthly partitions up to `monthsAhead` months ahead; returns how many it created. */
 export async function ensureAuditPartitions(monthsAhead = AUDIT_MONTHS_AHEAD): Promise<number> {
-  const [row] = await query<{ created: number }>("SELECT keyward_ensure_audit_partitions($1) AS created", [monthsAhead]);
+  const [row] = await query(z.object({ created: z.number() }), "SELECT keyward_ensure_audit_partitions($1) AS created", [monthsAhead]);
   return row.created;
 }
 
@@ -27,7 +28,8 @@ export async function ensureAuditPartitions(monthsAhead = AUDIT_MONTHS_AHEAD): P
  */
 export async function dropExpiredAuditPartitions(retentionDays = loadEnv().KEYWARD_AUDIT_RETENTION_DAYS): Promise<string[]> {
   const days = Math.max(90, retentionDays);
-  const rows = await query<{ name: string }>(
+  const rows = await query(
+    z.object({ name: z.string() }),
     `SELECT c.relname AS name
      FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
      WHERE i.inhparent = 'audit_events'::regclass
@@ -39,7 +41,7 @@ export async function dropExpiredAuditPartitions(retentionDays = loadEnv().KEYWA
   const dropped: string[] = [];
   for (const { name } of rows) {
     try {
-      await query(`DROP TABLE "${name.replace(/"/g, "")}"`);
+      await execute(`DROP TABLE "${name.replace(/"/g, "")}"`);
     } catch (err) {
       if ((err as { code?: string }).code === "42P01") continue; // another instance dropped it first
       throw err;

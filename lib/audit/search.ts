@@ -5,12 +5,16 @@
  * monthly partitions of that range.
  */
 import "server-only";
-import { loadEnv } from "../config/env";
+import { z } from "zod";
+import { loadEnv } from "@/lib/config/env";
 import { createHash } from "node:crypto";
-import { query, type PreparedSql, type Queryable } from "../db/sql";
-import { KeywardError } from "../errors";
-import { pageOf } from "../pagination";
+import type { PreparedSql } from "@/lib/db/sql";
+import { readQuery } from "@/lib/db/read";
+import { KeywardError } from "@/lib/errors";
+import { pageOf } from "@/lib/pagination";
 import { DEFAULT_RANGE_DAYS, type AuditFilters, type AuditPage, type AuditPosition, type AuditRow, type AuditSearchQuery } from "./schema";
+import { sqlParams } from "@/lib/db/sql";
+import type { Db } from "@/lib/db/transaction";
 
 const DAY_MS = 86400 * 1000;
 
@@ -45,16 +49,17 @@ export function likePrefix(prefix: string): string {
   return prefix.replace(/[\\%_]/g, (c) => `\\${c}`) + "%";
 }
 
-type DbRow = {
-  id: string;
-  at: string;
-  source: string | null;
-  event_id: string | null;
-  event_type: string | null;
-  kind: string;
-  actor: string | null;
-  detail: Record<string, unknown> | null;
-};
+export const DbRow = z.object({
+  id: z.string(),
+  at: z.string(),
+  source: z.string().nullable(),
+  event_id: z.string().nullable(),
+  event_type: z.string().nullable(),
+  kind: z.string(),
+  actor: z.string().nullable(),
+  detail: z.record(z.string(), z.unknown()).nullable(),
+});
+export type DbRow = z.output<typeof DbRow>;
 
 /** Output names shadow the table's columns in ORDER BY: order by `audit_events.at`, never by a bare `at`. */
 export const AUDIT_COLUMNS = `id::text AS id, to_char(at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS at,
@@ -74,8 +79,7 @@ export function auditPageSql(
   after: AuditPosition | undefined,
   limit: number,
 ): PreparedSql & { values: unknown[] } {
-  const values: unknown[] = [];
-  const p = (v: unknown) => `$${values.push(v)}`;
+  const { values, p } = sqlParams();
   const where = [`at >= ${p(range.from)}`];
   if (range.to) where.push(`at < ${p(range.to)}`);
   if (f.source) where.push(`source = ${p(f.source)}`);
@@ -95,10 +99,10 @@ export function auditPageSql(
 export const positionOf = (r: AuditRow): AuditPosition => ({ at: r.at, id: r.id });
 
 /** One page of a search. `now` is the server's clock (the range defaults are computed from it). */
-export async function searchAudit(q: AuditSearchQuery, now = new Date(), on?: Queryable): Promise<AuditPage> {
+export async function searchAudit(q: AuditSearchQuery, now = new Date(), db?: Db): Promise<AuditPage> {
   const range = resolveRange(q, now, auditRetentionDays());
   const { values, ...sql } = auditPageSql(q, range, q.cursor, q.limit + 1);
-  const rows = (await query<DbRow>(sql, values, on)).map(toAuditRow);
+  const rows = (await readQuery(DbRow, sql, values, db)).map(toAuditRow); // a read replica's, when configured
   return {
     ...pageOf(rows, q.limit, (r) => r, positionOf),
     range: { from: range.from.toISOString(), to: range.to?.toISOString() ?? null },

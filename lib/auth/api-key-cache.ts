@@ -36,9 +36,10 @@
  * State is process-wide (lib/process-global.ts): Next's route bundles and the server's own modules are separate module
  * instances in one process and must share one cache.
  */
-import { processGlobal } from "../process-global";
+import { processGlobal } from "@/lib/process-global";
 import { randomBytes } from "node:crypto";
 import pg from "pg";
+import { startHeartbeat, type Heartbeat } from "@/lib/jobs/heartbeat";
 import type { ApiKeyPrincipal } from "./principal";
 
 /** A change committed at T is never honoured by a lookup at T + REVOCATION_BOUND_MS or later. */
@@ -171,7 +172,7 @@ export function startApiKeyListener(options: ListenerOptions): Listener {
   let stopped = false;
   let reconnectDelay = RECONNECT_MIN_MS;
   let reconnectTimer: NodeJS.Timeout | undefined;
-  let pingTimer: NodeJS.Timeout | undefined;
+  let pinging: Heartbeat | undefined;
   let warnTimer: NodeJS.Timeout | undefined;
   let seq = 0;
   const sent = new Map<number, number>();
@@ -182,7 +183,7 @@ export function startApiKeyListener(options: ListenerOptions): Listener {
     if (!client) return;
     const c = client;
     client = undefined;
-    clearInterval(pingTimer);
+    void pinging?.stop();
     clearTimeout(warnTimer);
     distrust();
     c.removeAllListeners("notification");
@@ -285,9 +286,10 @@ export function startApiKeyListener(options: ListenerOptions): Listener {
     // Everything evicted while nobody listened is unknown: start empty.
     distrust();
     reconnectDelay = RECONNECT_MIN_MS;
-    pingTimer = setInterval(() => void ping(c), PING_MS);
-    pingTimer.unref();
-    void ping(c);
+    // A heartbeat of this connection (lib/jobs/heartbeat.ts): a ping at once, then every PING_MS. The beat
+    // only sends: pings may be in flight together (each returned one confirms its own send time), so a
+    // slow round trip never spaces the pings out and the trust window stays what TRUST_MS says.
+    pinging = startHeartbeat(PING_MS, async () => void ping(c), { now: true });
     warnTimer = setTimeout(() => {
       if (client === c && !state.crossChecked) warnPooled();
     }, 10_000);
@@ -298,7 +300,7 @@ export function startApiKeyListener(options: ListenerOptions): Listener {
     stop: async () => {
       stopped = true;
       clearTimeout(reconnectTimer);
-      clearInterval(pingTimer);
+      void pinging?.stop();
       clearTimeout(warnTimer);
       const c = client;
       client = undefined;

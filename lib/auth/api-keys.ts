@@ -5,13 +5,14 @@
  * REVOCATION_BOUND_MS (1 s) of the revocation's commit, and by the process that revoked it at once.
  */
 import "server-only";
+import { z } from "zod";
 import { createHash, randomBytes, timingSafeEqual } from "node:crypto";
-import { KeywardError } from "../errors";
-import { isUniqueViolation } from "../db/errors";
-import { query, type PreparedSql, type Queryable } from "../db/sql";
-import { database, withTransaction, type Db } from "../db/transaction";
+import { KeywardError } from "@/lib/errors";
+import { isUniqueViolation } from "@/lib/db/errors";
+import { execute, query, type PreparedSql } from "@/lib/db/sql";
+import { database, withTransaction, type Db } from "@/lib/db/transaction";
 import type { NewApiKey } from "./schema";
-import { recordAction } from "../audit/actions";
+import { recordAction } from "@/lib/audit/actions";
 import type { ApiKeyPrincipal, Principal } from "./principal";
 import { cacheGeneration, cachedApiKey, forgetApiKey, rememberApiKey } from "./api-key-cache";
 
@@ -103,7 +104,7 @@ const STAMP_EVERY_MS = 60_000;
  * Returns null if invalid. Raw SQL: it runs before every uncached claim, as a named prepared statement
  * (docs/benchmarks.md).
  */
-export async function verifyApiKey(presented: string, on?: Queryable): Promise<ApiKeyPrincipal | null> {
+export async function verifyApiKey(presented: string, db?: Db): Promise<ApiKeyPrincipal | null> {
   const m = KEY_PATTERN.exec(presented);
   if (!m) return null;
   const id = m[1];
@@ -114,15 +115,16 @@ export async function verifyApiKey(presented: string, on?: Queryable): Promise<A
     const now = performance.now();
     if (now - cached.stampedAt >= STAMP_EVERY_MS) {
       cached.stampedAt = now;
-      void query(STAMP_KEY_SQL, [id]).catch(() => {});
+      void execute(STAMP_KEY_SQL, [id]).catch(() => {});
     }
     return cached.principal;
   }
   const generation = cacheGeneration();
-  const rows = await query<{ id: string; name: string; scopes: string[]; key_hash: string; revoked: boolean }>(
+  const rows = await query(
+    z.object({ id: z.string(), name: z.string(), scopes: z.array(z.string()), key_hash: z.string(), revoked: z.boolean() }),
     VERIFY_KEY_SQL,
     [id, given.toString("hex")],
-    on,
+    db,
   );
   const row = rows[0];
   if (!row) return null;

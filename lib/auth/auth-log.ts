@@ -5,8 +5,8 @@
  * 503) become one line, at most once per UNAVAILABLE_EVERY_MS with how many were folded into it; anything
  * else is printed as Better Auth would.
  */
-import { isUnavailable } from "../db/sql";
-import { processGlobal } from "../process-global";
+import { isUnavailable } from "@/lib/db/sql";
+import { processGlobal } from "@/lib/process-global";
 
 type Level = "debug" | "info" | "warn" | "error";
 

@@ -9,17 +9,18 @@
  * table keeps only a hash of each session token (session-tokens.ts wraps Better Auth's adapter).
  */
 import "server-only";
+import { z } from "zod";
 import { randomBytes } from "node:crypto";
 import type { betterAuth as BetterAuth, BetterAuthOptions } from "better-auth";
 import type { getAdapter as GetAdapter } from "better-auth/db/adapter";
 import type { username as Username } from "better-auth/plugins/username";
 import type { genericOAuth as GenericOAuth } from "better-auth/plugins/generic-oauth";
-import { loadEnv } from "../config/env";
-import { pool } from "../db/client";
-import { query } from "../db/sql";
-import { processGlobal } from "../process-global";
+import { loadEnv } from "@/lib/config/env";
+import { pool } from "@/lib/db/client";
+import { query } from "@/lib/db/sql";
+import { processGlobal } from "@/lib/process-global";
 import { logAuth } from "./auth-log";
-import { oidcConfig, oidcPlugin } from "./oidc";
+import { oidcConfig, oidcPlugin, sealOidcTokens } from "./oidc";
 import { hashSessionTokens } from "./session-tokens";
 
 export const SESSION_COOKIE_PREFIX = "keyward";
@@ -103,6 +104,13 @@ function authOptions(secret: string, { username, genericOAuth }: Modules) {
       },
       accountLinking: { enabled: false },
     },
+    // The provider's tokens are not kept as sent (oidc.ts): access and refresh tokens dropped, the ID token encrypted.
+    databaseHooks: {
+      account: {
+        create: { before: async (account) => ({ data: sealOidcTokens(account, secret) }) },
+        update: { before: async (account) => ({ data: sealOidcTokens(account, secret) }) },
+      },
+    },
     verification: {
       modelName: "auth_verifications",
       fields: { expiresAt: "expires_at", createdAt: "created_at", updatedAt: "updated_at" },
@@ -156,7 +164,8 @@ export async function authSecret(): Promise<string> {
   // Two processes starting at once on a fresh database: the loser's statement may not see the winner's
   // row yet (its snapshot predates the commit), so it asks again.
   for (let attempt = 0; attempt < 3; attempt++) {
-    const [row] = await query<{ value: string }>(
+    const [row] = await query(
+      z.object({ value: z.string() }),
       `WITH ins AS (INSERT INTO settings (key, value) VALUES ('auth_secret', $1) ON CONFLICT (key) DO NOTHING RETURNING value)
        SELECT value FROM ins UNION ALL SELECT value FROM settings WHERE key = 'auth_secret' LIMIT 1`,
       [randomBytes(32).toString("base64url")],

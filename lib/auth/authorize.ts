@@ -2,7 +2,7 @@
  * The one authorization rule, for routes (`route(handler, { allow })`) and pages (`requirePage`): a
  * caller may proceed when it holds at least one of the capabilities the route or page names.
  */
-import { KeywardError } from "../errors";
+import { KeywardError } from "@/lib/errors";
 import type { Principal } from "./principal";
 import { hasCapability, type Capability } from "./roles";
 

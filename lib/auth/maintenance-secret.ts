@@ -6,8 +6,8 @@
  */
 import "server-only";
 import { createHash, timingSafeEqual } from "node:crypto";
-import { loadEnv } from "../config/env";
-import { KeywardError } from "../errors";
+import { loadEnv } from "@/lib/config/env";
+import { KeywardError } from "@/lib/errors";
 
 export const MAINTENANCE_SECRET_HEADER = "x-keyward-maintenance-secret";
 

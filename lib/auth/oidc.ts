@@ -10,12 +10,18 @@
  * signs in to nothing: it gets no access. The role is re-read at every sign-in (applyOidcRole, called by
  * the callback route before it answers), so removing someone upstream takes effect at their next one.
  * Better Auth does not store a mapped profile's extra fields, hence this step of our own.
+ *
+ * The provider's tokens: Keyward never calls the provider's APIs, so the access and refresh tokens are not
+ * kept (sealOidcTokens, a hook on every write of an account row, drops them before Better Auth stores it);
+ * the ID token, whose claims decide the role, is kept encrypted like the other secrets (AES-256-GCM under a
+ * key derived from the auth secret, lib/sources/signing-secret.ts).
  */
 import "server-only";
 import type { GenericOAuthConfig } from "better-auth/plugins/generic-oauth";
 import { decodeJwt } from "jose";
-import { prisma } from "../db/client";
-import type { KeywardEnv } from "../config/env";
+import { database, type Db } from "@/lib/db/transaction";
+import { decryptSecret, encryptSecret } from "@/lib/sources/signing-secret";
+import type { KeywardEnv } from "@/lib/config/env";
 import { ROLES, ROLE_RANK, type Role } from "./roles";
 
 export const OIDC_PROVIDER_ID = "oidc";
@@ -96,19 +102,35 @@ export function oidcPlugin(config: OidcConfig): GenericOAuthConfig {
  * Sets the role of a user who just signed in through SSO from the claims of the ID token Better Auth
  * verified and stored for this sign-in. Returns the role, or NO_ROLE (no access) when nothing maps.
  */
-export async function applyOidcRole(config: OidcConfig, userId: string): Promise<Role | typeof NO_ROLE> {
-  const account = await prisma().authAccount.findFirst({
+export async function applyOidcRole(config: OidcConfig, userId: string, secret: string, db: Db = database()): Promise<Role | typeof NO_ROLE> {
+  const account = await db.prisma.authAccount.findFirst({
     where: { userId, providerId: OIDC_PROVIDER_ID },
     orderBy: { updatedAt: "desc" },
     select: { idToken: true },
   });
   let claims: Record<string, unknown> = {};
   try {
-    if (account?.idToken) claims = decodeJwt(account.idToken);
+    const idToken = account?.idToken ? decryptSecret(account.idToken, secret) : null;
+    if (idToken) claims = decodeJwt(idToken);
   } catch {
     claims = {};
   }
   const role = mapOidcRole(config, claims) ?? NO_ROLE;
-  await prisma().authUser.update({ where: { id: userId }, data: { role } });
+  await db.prisma.authUser.update({ where: { id: userId }, data: { role } });
   return role;
+}
+
+type AccountTokens = { accessToken?: string | null; refreshToken?: string | null; idToken?: string | null };
+
+/**
+ * An account row as it may be stored: without the provider's access and refresh tokens, with the ID token
+ * encrypted. Applied to every create and update of an account (Better Auth's database hooks): a field the
+ * write does not set stays unset.
+ */
+export function sealOidcTokens<T extends AccountTokens>(account: T, secret: string): T {
+  const sealed: T = { ...account };
+  if ("accessToken" in account) sealed.accessToken = null;
+  if ("refreshToken" in account) sealed.refreshToken = null;
+  if (account.idToken) sealed.idToken = encryptSecret(account.idToken, secret);
+  return sealed;
 }

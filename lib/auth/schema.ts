@@ -1,5 +1,6 @@
 /** API-key scopes and request schemas, shared by routes, CLI and tests. */
 import { z } from "zod";
+import { instant } from "@/lib/http/fields";
 
 export const SCOPES = ["claims:write", "claims:read", "deadletters:write", "read", "operator", "metrics"] as const;
 export const scope = z.enum(SCOPES);
@@ -26,3 +27,25 @@ export const IMPLIED_BY: Partial<Record<Scope, Scope[]>> = {
 export function hasScope(granted: readonly string[], required: Scope): boolean {
   return granted.includes(required) || (IMPLIED_BY[required] ?? []).some((s) => granted.includes(s));
 }
+
+/** An API key's record as the API answers it (never the key itself, but once, on creation). */
+export const apiKeySchema = z.object({
+  id: z.string(),
+  name: z.string(),
+  scopes: z.array(z.string()),
+  createdAt: instant,
+  lastUsedAt: instant.nullable(),
+  revokedAt: instant.nullable(),
+});
+export const apiKeyListSchema = z.object({ apiKeys: z.array(apiKeySchema) });
+export const newApiKeySchema = apiKeySchema.extend({ key: z.string() });
+
+/**
+ * POST /api/auth/sign-in/social's answer, Better Auth's own (its OpenAPI says `{ url?, redirect }`): the
+ * identity provider's authorization URL to send the browser to or, for a client that signs in with an ID
+ * token the provider can verify, the new session's token and user (the URL absent).
+ */
+export const ssoStartSchema = z.union([
+  z.object({ url: z.url(), redirect: z.boolean() }),
+  z.object({ redirect: z.literal(false), token: z.string(), user: z.record(z.string(), z.unknown()) }),
+]);

@@ -6,15 +6,15 @@
  */
 import "server-only";
 import { z } from "zod";
-import { KeywardError } from "../errors";
-import { prisma } from "../db/client";
-import { storableRepresentation, unstorableReason } from "../http/fields";
-import { recordAction } from "../audit/actions";
+import { KeywardError } from "@/lib/errors";
+import { database, type Db } from "@/lib/db/transaction";
+import { storableRepresentation, unstorableReason } from "@/lib/http/fields";
+import { recordAction } from "@/lib/audit/actions";
 import { getAuth } from "./auth";
 import { oidcConfig, OIDC_PROVIDER_ID } from "./oidc";
 import type { Principal, UserPrincipal } from "./principal";
 import { forgiveSignInAttempt, reserveSignInAttempt } from "./throttle";
-import { loadEnv } from "../config/env";
+import { loadEnv } from "@/lib/config/env";
 
 export const signInRequest = z.strictObject({
   // A name PostgreSQL cannot store (NUL, a lone surrogate) names no account either: it is kept in its
@@ -41,15 +41,22 @@ export type SessionInfo = {
   sso: { providerId: string; name: string } | null;
 };
 
+/** SessionInfo, the answer of GET and POST /session. */
+export const sessionInfoSchema = z.object({
+  user: z.object({ username: z.string(), name: z.string(), role: z.string(), capabilities: z.array(z.string()) }).nullable(),
+  adminExists: z.boolean(),
+  sso: z.object({ providerId: z.string(), name: z.string() }).nullable(),
+}) satisfies z.ZodType<SessionInfo>;
+
 export function publicUser(p: UserPrincipal) {
   return { username: p.username, name: p.name, role: p.role, capabilities: p.capabilities };
 }
 
-export async function sessionInfo(principal: Principal | null): Promise<SessionInfo> {
+export async function sessionInfo(principal: Principal | null, db: Db = database()): Promise<SessionInfo> {
   const oidc = oidcConfig(loadEnv());
   return {
     user: principal?.kind === "user" ? publicUser(principal) : null,
-    adminExists: (await prisma().authUser.count({ where: { role: "admin", disabled: false } })) > 0,
+    adminExists: (await db.prisma.authUser.count({ where: { role: "admin", disabled: false } })) > 0,
     sso: oidc ? { providerId: OIDC_PROVIDER_ID, name: oidc.displayName } : null,
   };
 }
@@ -59,6 +66,7 @@ export async function signIn(
   { username, password }: SignInRequest,
   req: Request,
   address: string,
+  db: Db = database(),
 ): Promise<{ headers: Headers; username: string }> {
   const target = { type: "user", id: username };
   // Counted before the password is checked, so a burst of concurrent attempts cannot outrun the lock.
@@ -73,7 +81,7 @@ export async function signIn(
       { retryAfterSeconds: lock.retryAfterSeconds },
     );
   }
-  const user = await prisma().authUser.findUnique({ where: { username }, select: { disabled: true } });
+  const user = await db.prisma.authUser.findUnique({ where: { username }, select: { disabled: true } });
   let reason = user ? "wrong password" : "unknown user";
   if (!user || user.disabled) {
     if (user) reason = "account disabled";

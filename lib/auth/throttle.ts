@@ -12,7 +12,8 @@
  * that is the accepted price of stopping password guessing.
  */
 import "server-only";
-import { query, type PreparedSql } from "../db/sql";
+import { z } from "zod";
+import { execute, query, type PreparedSql } from "@/lib/db/sql";
 
 export const THROTTLE = {
   userMaxAttempts: 5,
@@ -51,7 +52,7 @@ export type AttemptSlot =
 /** Counts this attempt against the username and the address (both or neither), before any password check. */
 export async function reserveSignInAttempt(username: string, address: string): Promise<AttemptSlot> {
   const t = THROTTLE;
-  const [row] = await query<{ allowed: boolean; lock_scope: Scope | null; retry_after: number; locks_now: boolean }>(RESERVE_SQL, [
+  const [row] = await query(z.object({ allowed: z.boolean(), lock_scope: z.enum(["user", "addr"]).nullable(), retry_after: z.number(), locks_now: z.boolean() }), RESERVE_SQL, [
     username,
     address,
     t.userMaxAttempts,
@@ -67,6 +68,6 @@ export async function reserveSignInAttempt(username: string, address: string): P
 /** After a success: the username starts afresh, and the address gets back the slot this attempt took. */
 export async function forgiveSignInAttempt(username: string, address: string): Promise<void> {
   // Two statements, the username's row first (the order keyward_sign_in_reserve locks them in).
-  await query(CLEAR_USER_SQL, [username]);
-  await query(FORGIVE_ADDR_SQL, [address, THROTTLE.addrMaxAttempts]);
+  await execute(CLEAR_USER_SQL, [username]);
+  await execute(FORGIVE_ADDR_SQL, [address, THROTTLE.addrMaxAttempts]);
 }

@@ -5,16 +5,17 @@
  * Disabling a user or changing their role ends their sessions at once.
  */
 import "server-only";
+import { execute } from "@/lib/db/sql";
 import { randomBytes } from "node:crypto";
 import { z } from "zod";
-import { KeywardError } from "../errors";
-import { isUniqueViolation } from "../db/errors";
-import { database, withTransaction, type Db } from "../db/transaction";
-import { storableText } from "../http/fields";
-import { recordAction } from "../audit/actions";
+import { KeywardError } from "@/lib/errors";
+import { isUniqueViolation } from "@/lib/db/errors";
+import { database, withTransaction, type Db } from "@/lib/db/transaction";
+import { instant, storableText } from "@/lib/http/fields";
+import { recordAction } from "@/lib/audit/actions";
 import { getAuth } from "./auth";
 import type { Principal } from "./principal";
-import { role, type Role } from "./roles";
+import { role, ROLES, type Role } from "./roles";
 
 export const username = z
   .string()
@@ -51,6 +52,23 @@ export const userParams = z.strictObject({ username: userRef });
 export const resetPasswordRequest = z.strictObject({ password: password.optional() });
 
 export type NewUser = z.output<typeof createUserRequest>;
+
+/** A console user as the API answers it (UserInfo in JSON). */
+export const userSchema = z.object({
+  id: z.string(),
+  username: z.string(),
+  name: z.string(),
+  role: z.enum([...ROLES, "none"]),
+  disabled: z.boolean(),
+  sso: z.boolean(),
+  createdAt: instant,
+  lastSeenAt: instant.nullable(),
+});
+export const userListSchema = z.object({ users: z.array(userSchema) });
+/** POST /users: the user, and the password when it was generated (shown once). */
+export const createdUserSchema = z.object({ user: userSchema, password: z.string().optional() });
+export const updatedUserSchema = z.object({ user: userSchema });
+export const passwordResetSchema = z.object({ reset: z.literal(true), password: z.string().optional() });
 export type UserChange = z.output<typeof updateUserRequest>;
 
 export type UserInfo = {
@@ -136,7 +154,7 @@ export async function updateUser(uname: string, change: UserChange, actor: Princ
     async (tx) => {
       // Raw SQL: Prisma has no FOR UPDATE. Locking the admins makes two concurrent demotions take turns,
       // so both cannot see "another admin remains".
-      await tx.query("SELECT id FROM auth_users WHERE role = 'admin' FOR UPDATE");
+      await execute("SELECT id FROM auth_users WHERE role = 'admin' FOR UPDATE", [], tx);
       const before = await tx.prisma.authUser.findFirst({ where: { OR: [{ username: uname }, { email: uname }] } });
       if (!before) throw KeywardError.notFound("user_not_found", `no user named "${uname}"`);
       if (change.role !== undefined && change.role !== before.role) {

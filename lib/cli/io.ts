@@ -3,8 +3,8 @@
  * values with commander's message, the table printer, and the hidden password prompt.
  */
 import { InvalidArgumentError } from "commander";
-import { withPreparedDatabase } from "../db/prepare";
-import { parseDuration } from "../sources/duration";
+import { withPreparedDatabase } from "@/lib/db/prepare";
+import { parseDuration } from "@/lib/sources/duration";
 
 /** Runs `work` against the database (pending migrations applied first, lib/db/prepare.ts), then releases it. */
 export function withDatabase(work: () => Promise<void>): Promise<void> {

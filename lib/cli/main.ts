@@ -7,7 +7,7 @@
  */
 import "server-only";
 import { Command } from "commander";
-import { KeywardError } from "../errors";
+import { KeywardError } from "@/lib/errors";
 import { registerApiKey } from "./commands/apikey";
 import { registerInlet } from "./commands/inlet";
 import { registerMigrate } from "./commands/migrate";
@@ -18,14 +18,20 @@ import { registerSource } from "./commands/source";
 import { registerStart } from "./commands/start";
 import { registerUser } from "./commands/user";
 import { registerDemo } from "./commands/demo";
+import { registerRedis } from "./commands/redis";
+
+/** The installed package's version (bundled into the compiled CLI with the rest of its inputs). */
+// eslint-disable-next-line @typescript-eslint/no-require-imports -- JSON read at run time by tsx, bundled by esbuild
+const { version } = require("@/package.json") as { version: string };
 
 const program = new Command()
   .name("keyward")
+  .version(version, "-V, --version", "print the version of keyward")
   .description("Webhook and event idempotency: claim once, expire deliberately, audit, replay safely.")
   .showHelpAfterError()
   .configureOutput({ outputError: (text, write) => write(text) });
 
-for (const register of [registerStart, registerMigrate, registerSource, registerApiKey, registerUser, registerReplay, registerPrune, registerPartitions, registerInlet, registerDemo]) {
+for (const register of [registerStart, registerMigrate, registerSource, registerApiKey, registerUser, registerReplay, registerPrune, registerPartitions, registerInlet, registerRedis, registerDemo]) {
   register(program);
 }
 

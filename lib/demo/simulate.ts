@@ -11,7 +11,7 @@
  * - orders: misconfigured — TTL 8 h 5 min while its sender retries for up to 1.5 days: late retries
  *   reclaim expired keys (processed twice); a replay re-drives some of them too.
  */
-import { bucketIndex, BUCKET_COUNT } from "../metrics/duplicate-ages";
+import { bucketIndex, BUCKET_COUNT } from "@/lib/metrics/duplicate-ages";
 
 export type DemoSource = {
   name: string;

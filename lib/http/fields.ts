@@ -11,6 +11,7 @@
  */
 import { z } from "zod";
 
+// eslint-disable-next-line no-control-regex -- NUL is what this finds: PostgreSQL text cannot hold it
 const NUL = /\u0000/;
 const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
 
@@ -34,6 +35,7 @@ export const storableText = () =>
  * the reason for refusing it.
  */
 export function storableRepresentation(s: string): string {
+  // eslint-disable-next-line no-control-regex -- control characters are what this rule refuses, on purpose
   return s.replace(/[\u0000-\u001f\u007f]|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g, (c) =>
     `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`,
   );
@@ -50,5 +52,14 @@ export const instant = z.iso.datetime({ offset: true, error: INSTANT_MESSAGE }).
   return ms >= MIN_INSTANT_MS && ms <= MAX_INSTANT_MS;
 }, "must be between 0001-01-01 and 9999-12-31 (UTC)");
 
-/** For cursors and other composite values that carry a time: true when `s` is an `instant`. */
-export const isInstant = (s: string): boolean => instant.safeParse(s).success;
+/**
+ * A JSON answer's type (the `z.infer` of its response schema, times as ISO text) with the named time fields
+ * as the Dates the server holds until json() writes them: one declaration for the server and the console.
+ */
+export type WithDates<T, K extends keyof T> = Omit<T, K> & { [P in K]: null extends T[P] ? Date | null : Date };
+
+/**
+ * True when `value` is an `instant` ("2026-12-04T05:41:16.884+00:00", "…Z"): for cursors and other composite
+ * values that carry a time, and for the console's audit and action details, whose times it shows as times.
+ */
+export const isInstant = (value: unknown): value is string => instant.safeParse(value).success;

@@ -17,19 +17,21 @@
  * a caller who may not call a route learns nothing from its validation.
  */
 import "server-only";
+import { checkShapes } from "@/lib/shape-checks";
 import { createHash, timingSafeEqual } from "node:crypto";
 import type { z } from "zod";
-import { KeywardError } from "../errors";
-import { verifyApiKey } from "../auth/api-keys";
-import { authorize } from "../auth/authorize";
-import type { Principal } from "../auth/principal";
-import type { Capability } from "../auth/roles";
-import { hasSessionCookie, sessionPrincipal } from "../auth/session";
-import { isUnavailable, toUnavailable } from "../db/sql";
-import { loadEnv } from "../config/env";
+import { KeywardError } from "@/lib/errors";
+import { verifyApiKey } from "@/lib/auth/api-keys";
+import { authorize } from "@/lib/auth/authorize";
+import type { Principal } from "@/lib/auth/principal";
+import type { Capability } from "@/lib/auth/roles";
+import { hasSessionCookie, sessionPrincipal } from "@/lib/auth/session";
+import { isUnavailable, toUnavailable } from "@/lib/db/sql";
+import { loadEnv } from "@/lib/config/env";
 import type { ErrorBody } from "./error-body";
 import { storableRepresentation, unstorableReason } from "./fields";
 import { parseInput } from "./validate";
+import { withoutBom } from "./bom";
 
 export type { Principal };
 
@@ -64,20 +66,34 @@ export type RouteInput = {
   /** Also hand the handler the body's bytes as received (`bodyBytes`), for what must be kept exactly as sent. */
   keepBodyBytes?: boolean;
   /**
+   * A body of any media type, handed over as its bytes (`bodyBytes`), unparsed (the raw dead-letter
+   * intake): read into one buffer of its declared length, 413 above `maxBytes()` (read per request: a setting).
+   */
+  rawBody?: RawBody;
+  /**
    * A check before any input is read, for a route whose callers prove themselves otherwise (a shared
    * secret, the console's own origin): its refusal wins over a validation error.
    */
   guard?: (req: Request) => void | Promise<void>;
 };
 
+/** A route's raw body: its limit, and what the API description says of it. */
+export type RawBody = { maxBytes: () => number; description: string };
+
 /** An answer of the route other than the one error body: a success, or an outcome with a body of its own. */
 export type RouteResponse = {
   description: string;
   /** The body's zod schema, where the domain has one (lib/<domain>/schema.ts). */
   schema?: z.ZodType;
-  /** Default application/json; null for an answer without a body (a redirect). */
+  /**
+   * Default application/json; null for an answer without a body (a redirect); ANY_MEDIA_TYPE for bytes
+   * answered with a media type of their own (a dead letter's payload, with the Content-Type it was stored with).
+   */
   contentType?: string | null;
 };
+
+/** The media range of every type (OpenAPI allows ranges): an answer of any Content-Type, but with one. */
+export const ANY_MEDIA_TYPE = "*/*";
 
 /**
  * What the API description (GET /api/v1/openapi.json, lib/openapi/document.ts) tells of a route beyond its
@@ -100,7 +116,7 @@ export type RouteOptions = RouteAccess & RouteInput & RouteDoc;
 
 /** What route() was given, kept on the handler for the API description: the input schemas and the RouteDoc. */
 export type RouteSpec = RouteDoc &
-  Pick<RouteInput, "params" | "query" | "headers" | "body" | "maxBodyBytes" | "optionalBody"> & {
+  Pick<RouteInput, "params" | "query" | "headers" | "body" | "maxBodyBytes" | "optionalBody" | "rawBody"> & {
     /** Whether the route runs a `guard` (a shared secret, the console's origin) before reading input. */
     guarded: boolean;
     /** The shared secret a route also accepts as a bearer token (RouteToken.name), if any. */
@@ -117,7 +133,7 @@ export type RouteContext<O extends RouteOptions> = {
   query: Parsed<O["query"], undefined>;
   headers: Parsed<O["headers"], undefined>;
   body: Parsed<O["body"], undefined>;
-  bodyBytes: O["keepBodyBytes"] extends true ? Buffer : undefined;
+  bodyBytes: O["keepBodyBytes"] extends true ? Buffer : O["rawBody"] extends RawBody ? Buffer : undefined;
 };
 
 type NextContext = { params: Promise<Record<string, string | string[]>> };
@@ -138,12 +154,41 @@ export function route<const O extends RouteOptions>(handler: (ctx: RouteContext<
       assertStorableUrl(req, rawParams);
       const input = await readInput(req, rawParams, options);
       // A public route's handler is typed to accept null; others always get a principal.
-      return await handler({ req, principal: principal as Principal, ...input } as RouteContext<O>);
+      const res = await handler({ req, principal: principal as Principal, ...input } as RouteContext<O>);
+      return checkShapes() ? await checkedResponse(req, res, options.responses) : res;
     } catch (err) {
       return errorResponse(err);
     }
   };
   return Object.assign(wrapped, { access, spec: specOf(options) });
+}
+
+/**
+ * The answer if it is what the route declares for its status: a JSON body its schema accepts, or the declared
+ * media type. A mismatch is a bug of the route: a 500 (the one error body), and the server log says what differs.
+ * Statuses the route does not declare are errors (the one error body), not checked here.
+ */
+async function checkedResponse(req: Request, res: Response, declared: RouteDoc["responses"]): Promise<Response> {
+  const d = declared?.[res.status];
+  if (!d) return res;
+  const type = res.headers.get("content-type") ?? "";
+  const where = `${req.method} ${new URL(req.url).pathname} answered ${res.status}`;
+  if (d.contentType === null) return res;
+  const want = d.contentType ?? "application/json";
+  if (want === ANY_MEDIA_TYPE ? !type : !type.toLowerCase().startsWith(want.toLowerCase())) {
+    return errorResponse(new Error(`response check: ${where} as ${type || "no content type"}, declared ${want}`));
+  }
+  if (!d.schema || !want.endsWith("json")) return res;
+  let body: unknown;
+  try {
+    body = await res.clone().json();
+  } catch (err) {
+    return errorResponse(new Error(`response check: ${where} with a body that is not JSON`, { cause: err }));
+  }
+  const parsed = d.schema.safeParse(body);
+  if (parsed.success) return res;
+  const issues = parsed.error.issues.map((i) => `${i.path.map(String).join(".") || "(body)"}: ${i.message}`).join("; ");
+  return errorResponse(new Error(`response check: ${where} with a body its declared schema refuses: ${issues}`));
 }
 
 function specOf(o: RouteOptions): RouteSpec {
@@ -157,6 +202,7 @@ function specOf(o: RouteOptions): RouteSpec {
     body: o.body,
     maxBodyBytes: o.body ? (o.maxBodyBytes ?? MAX_BODY_BYTES) : undefined,
     optionalBody: o.optionalBody,
+    rawBody: o.rawBody,
     guarded: o.guard !== undefined,
     token: "token" in o ? o.token?.name : undefined,
   };
@@ -173,6 +219,8 @@ async function readInput(req: Request, rawParams: Record<string, string | string
     if (o.keepBodyBytes) ({ bytes: bodyBytes, value: body } = await readJsonBody(req, max));
     else body = o.optionalBody ? await readOptionalJson(req, max) : await readJson(req, max);
     body = parseInput(o.body, body);
+  } else if (o.rawBody) {
+    bodyBytes = await readRaw(req, o.rawBody.maxBytes());
   }
   return { params, query, headers, body, bodyBytes };
 }
@@ -288,11 +336,16 @@ export function errorResponse(err: unknown): Response {
 
 export const MAX_BODY_BYTES = 1024 * 1024;
 
-/** Reads a JSON body: 413 above 1 MiB, 415 unless JSON, 400 when it is not UTF-8 or does not parse. */
+/**
+ * Reads a JSON body: 413 above 1 MiB, 415 unless JSON, 400 when it is not UTF-8 or does not parse. A UTF-8
+ * byte order mark before the JSON text (some proxies add one) is ignored, as RFC 8259 §8.1 allows.
+ */
 async function readJson(req: Request, maxBytes = MAX_BODY_BYTES): Promise<unknown> {
   assertJsonType(req, maxBytes);
-  return parseJson(decodeUtf8(await readLimited(req, maxBytes)));
+  return parseJson(decodeUtf8(withoutBom(await readLimited(req, maxBytes))));
 }
+
+
 
 /**
  * A JSON body with the bytes it was parsed from, for a route that must keep part of it exactly as sent
@@ -302,7 +355,7 @@ async function readJson(req: Request, maxBytes = MAX_BODY_BYTES): Promise<unknow
  */
 async function readJsonBody(req: Request, maxBytes = MAX_BODY_BYTES): Promise<{ bytes: Buffer; value: unknown }> {
   assertJsonType(req, maxBytes);
-  const bytes = await readLimited(req, maxBytes);
+  const bytes = withoutBom(await readLimited(req, maxBytes));
   return { bytes, value: parseJson(decodeUtf8(bytes)) };
 }
 
@@ -359,6 +412,36 @@ async function readLimited(req: Request, maxBytes: number): Promise<Buffer> {
     chunks.push(value);
   }
   return Buffer.concat(chunks);
+}
+
+/**
+ * A body of any type as one buffer: allocated once at its declared Content-Length and filled in place
+ * (no chunk list, no concatenation: the request's only copy); a body without a length grows its buffer
+ * by doubling. 413 as soon as it passes `maxBytes`, before reading on.
+ */
+async function readRaw(req: Request, maxBytes: number): Promise<Buffer> {
+  const declared = Number(req.headers.get("content-length") ?? NaN);
+  if (declared > maxBytes) throw tooLarge(maxBytes);
+  if (!req.body) return Buffer.alloc(0);
+  let out = Buffer.allocUnsafe(Number.isSafeInteger(declared) && declared >= 0 ? declared : 64 * 1024);
+  let size = 0;
+  const reader = req.body.getReader();
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    if (size + value.byteLength > maxBytes) {
+      await reader.cancel();
+      throw tooLarge(maxBytes);
+    }
+    if (size + value.byteLength > out.length) {
+      const grown = Buffer.allocUnsafe(Math.min(maxBytes, Math.max(out.length * 2, size + value.byteLength)));
+      out.copy(grown, 0, 0, size);
+      out = grown;
+    }
+    out.set(value, size);
+    size += value.byteLength;
+  }
+  return size === out.length ? out : out.subarray(0, size);
 }
 
 const UTF8 = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true });

@@ -9,11 +9,11 @@
  */
 import "server-only";
 import { z } from "zod";
-import { SESSION_COOKIE_PREFIX } from "../auth/auth";
-import { roleCapabilities, ROLES, type Capability } from "../auth/roles";
-import { hasScope, SCOPES } from "../auth/schema";
-import { errorBody } from "../http/error-body";
-import type { RouteHandler, RouteResponse, RouteSpec } from "../http/route";
+import { SESSION_COOKIE_PREFIX } from "@/lib/auth/auth";
+import { roleCapabilities, ROLES, type Capability } from "@/lib/auth/roles";
+import { hasScope, SCOPES } from "@/lib/auth/schema";
+import { errorBody } from "@/lib/http/error-body";
+import type { RouteHandler, RouteResponse, RouteSpec } from "@/lib/http/route";
 
 export const HTTP_METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE"] as const;
 export type HttpMethod = (typeof HTTP_METHODS)[number];
@@ -116,6 +116,12 @@ function operationOf(op: RouteOperation, path: string, id: string, schemas: Reco
         `JSON, at most ${spec.maxBodyBytes} bytes (413 above).` +
         (spec.optionalBody ? " May be left out (no Content-Type and no body): it then reads as {}." : ""),
       content: { "application/json": { schema: jsonSchemaOf(spec.body, `${id}_body`, schemas) } },
+    };
+  } else if (spec.rawBody) {
+    operation.requestBody = {
+      required: true,
+      description: `${spec.rawBody.description} At most ${spec.rawBody.maxBytes()} bytes (413 above).`,
+      content: { "*/*": { schema: { type: "string", format: "binary" } } },
     };
   }
   operation.responses = responsesOf(op, path, spec, id, schemas);
@@ -223,6 +229,7 @@ function responsesOf(op: RouteOperation, path: string, spec: RouteSpec, id: stri
   const errors = new Set<number>([401, 422, 500, 503, ...(spec.errors ?? [])]);
   if ("allow" in op.handler.access) errors.add(403);
   if (spec.body) [400, 413, 415].forEach((s) => errors.add(s));
+  if (spec.rawBody) errors.add(413);
   if (path.includes("{")) errors.add(400);
   for (const status of [...errors].sort((a, b) => a - b)) {
     if (out[status]) continue; // the route answers it with a body of its own (a claim's 409 outcome)
@@ -238,19 +245,19 @@ function responsesOf(op: RouteOperation, path: string, spec: RouteSpec, id: stri
 function responseOf(r: RouteResponse, name: string, schemas: Record<string, Json>): Json {
   if (r.contentType === null) return { description: r.description };
   const type = r.contentType ?? "application/json";
-  const schema = r.schema ? jsonSchemaOf(r.schema, name, schemas) : type === "application/json" ? { type: "object" } : { type: "string" };
+  const schema = r.schema ? jsonSchemaOf(r.schema, name, schemas, "output") : type === "application/json" ? { type: "object" } : { type: "string" };
   return { description: r.description, content: { [type]: { schema } } };
 }
 
 /**
- * A zod schema as JSON Schema (2020-12, the dialect of OpenAPI 3.1), its input side. Definitions zod
+ * A zod schema as JSON Schema (2020-12, the dialect of OpenAPI 3.1), the input side for what a caller sends, the output side for what a route answers. Definitions zod
  * extracts (recursive parts) move to components.schemas under `name`, their references rewritten. A
  * schema zod cannot convert at all reads as "any value", with why.
  */
-function jsonSchemaOf(schema: z.ZodType, name: string, schemas: Record<string, Json>): Json {
+function jsonSchemaOf(schema: z.ZodType, name: string, schemas: Record<string, Json>, io: "input" | "output" = "input"): Json {
   let json: Json;
   try {
-    json = z.toJSONSchema(schema, { io: "input", target: "draft-2020-12", unrepresentable: "any" }) as Json;
+    json = z.toJSONSchema(schema, { io, target: "draft-2020-12", unrepresentable: "any" }) as Json;
   } catch (err) {
     return { description: `not expressible as JSON Schema (${err instanceof Error ? err.message : String(err)}); see the error on a refused value` };
   }

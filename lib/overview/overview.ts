@@ -14,41 +14,50 @@
  * - claims: at most 60 buckets per source through the claim_counts (bucket, source) primary key.
  *
  * Rows come from `sources`: keys or counts of a source that no longer exists are not shown. A third read
- * lists the RabbitMQ inlets with the lag their consumers last reported (a handful of rows).
+ * lists the inlets (RabbitMQ, BullMQ, NATS) with the lag their consumers last reported (a handful of rows).
  */
 import "server-only";
-import { query, type Queryable } from "../db/sql";
-import { getLatestSample } from "../metrics/history";
-import { loadEnv } from "../config/env";
-import { replayHealth } from "../replay/health";
-import type { ClaimCounts, InletLag, KeyCounts, Overview, SourceOverview } from "./schema";
+import { z } from "zod";
+import { query } from "@/lib/db/sql";
+import { readQuery } from "@/lib/db/read";
+import { getLatestSample } from "@/lib/metrics/history";
+import { loadEnv } from "@/lib/config/env";
+import { replayHealth } from "@/lib/replay/health";
+import { REPLAY_OUTCOMES, replayOutcome, type ReplayOutcome } from "@/lib/replay/outcome";
+import { OUTCOMES } from "@/lib/replay/schema";
+import { INLET_KINDS, INLET_STATES } from "@/lib/inlets/schema";
+import type { ClaimCounts, KeyCounts, Overview, OverviewQuery, SourceOverview } from "./schema";
+import { selectSources } from "./source-rows";
+import type { Db } from "@/lib/db/transaction";
 
 /** Keys counted one by one per refresh at most: ~100k rows read sequentially take a few tens of ms. */
 export const COUNT_LIMIT = 100_000;
 
-type OverviewRow = {
-  as_of: Date;
-  since: Date;
-  all_counted: boolean;
+const OverviewRow = z.object({
+  as_of: z.date(),
+  since: z.date(),
+  all_counted: z.boolean(),
   /** Expired keys in the whole table, counted up to COUNT_LIMIT + 1. */
-  expired_total: number;
-  // Null on the single row returned when no source exists (the LEFT JOIN keeps the clock row).
-  name: string | null;
-  created_at: Date | null;
-  retry_window_seconds: number;
-  queue_lag_seconds: number;
-  clock_skew_seconds: number;
-  replay_seconds: number;
-  ttl_seconds: number;
-  keys_alive: number;
-  keys_in_flight: number;
-  keys_lease_lapsed: number;
-  keys_expired: number;
-  claimed: number;
-  duplicate: number;
-  in_flight: number;
-  payload_mismatch: number;
-};
+  expired_total: z.number(),
+  // The source's columns are null on the single row returned when no source exists (the LEFT JOIN keeps the
+  // clock row); that row is never turned into a source (toSourceOverview).
+  name: z.string().nullable(),
+  created_at: z.date().nullable(),
+  retry_window_seconds: z.number().nullable(),
+  queue_lag_seconds: z.number().nullable(),
+  clock_skew_seconds: z.number().nullable(),
+  replay_seconds: z.number().nullable(),
+  ttl_seconds: z.number().nullable(),
+  keys_alive: z.number(),
+  keys_in_flight: z.number(),
+  keys_lease_lapsed: z.number(),
+  keys_expired: z.number(),
+  claimed: z.number(),
+  duplicate: z.number(),
+  in_flight: z.number(),
+  payload_mismatch: z.number(),
+});
+type OverviewRow = z.output<typeof OverviewRow>;
 
 // "Last hour" = the 60 newest minute buckets: the current, partial minute and the 59 before it.
 // $1 = COUNT_LIMIT + 1: reading that many rows means "more than the limit".
@@ -103,24 +112,68 @@ const MAX_UNHEALTHY_LISTED = 10;
 
 /** Running replays with what their health is computed from (few rows: the replays_running_idx partial index). */
 const RUNNING_REPLAYS_SQL = `
-SELECT id, source, rate_per_second, running_since, last_settled_at, consecutive_failures, last_error, last_error_at, now() AS db_now
+SELECT id, source, rate_per_second, running_since, last_settled_at, consecutive_failures, last_error, last_error_at, now() AS db_now,
+       (SELECT min(next_attempt_at) FROM replay_items i WHERE i.replay_id = replays.id AND i.outcome = 'pending' AND i.attempts > 0) AS next_attempt_at
 FROM replays WHERE status = 'running' ORDER BY created_at, id`;
 
-type RunningReplayRow = {
-  id: string;
-  source: string;
-  rate_per_second: number;
-  running_since: Date;
-  last_settled_at: Date | null;
-  consecutive_failures: number;
-  last_error: string | null;
-  last_error_at: Date | null;
-  db_now: Date;
-};
+const RunningReplayRow = z.object({
+  id: z.string(),
+  source: z.string(),
+  rate_per_second: z.number(),
+  running_since: z.date(),
+  last_settled_at: z.date().nullable(),
+  consecutive_failures: z.number(),
+  last_error: z.string().nullable(),
+  last_error_at: z.date().nullable(),
+  next_attempt_at: z.date().nullable(),
+  db_now: z.date(),
+});
+type RunningReplayRow = z.output<typeof RunningReplayRow>;
+
+/** Replays finished in the last 24 hours, newest first, with their counts by item outcome (bounded: at most 1000). */
+const FINISHED_REPLAYS_SQL = `
+SELECT r.id, r.source, r.status, r.total, r.finished_at,
+       (SELECT jsonb_object_agg(outcome, n) FROM (SELECT outcome, count(*)::int AS n FROM replay_items WHERE replay_id = r.id GROUP BY outcome) c) AS counts
+FROM replays r
+WHERE r.status IN ('completed', 'cancelled') AND r.finished_at > now() - interval '24 hours'
+ORDER BY r.finished_at DESC, r.id DESC LIMIT 1000`;
+
+/** The Overview lists this many of the last day's finished replays that did not succeed (the ones to look at). */
+const RECENT_FINISHED_LISTED = 5;
+
+/** The last day's finished replays by outcome, and the newest few that did not succeed. */
+async function finishedReplays(db?: Db): Promise<Pick<Overview["replays"], "finishedLastDay" | "recentlyFinished">> {
+  const rows = await query(
+    z.object({ id: z.string(), source: z.string(), status: z.enum(["completed", "cancelled"]), total: z.number(), finished_at: z.date(), counts: z.partialRecord(z.enum(OUTCOMES), z.number()).nullable() }),
+    FINISHED_REPLAYS_SQL,
+    [],
+    db,
+  );
+  const finishedLastDay = Object.fromEntries(REPLAY_OUTCOMES.map((o) => [o, 0])) as Record<ReplayOutcome, number>;
+  const recentlyFinished: NonNullable<Overview["replays"]["recentlyFinished"]> = [];
+  for (const r of rows) {
+    const counts = r.counts ?? {};
+    const outcome = replayOutcome({ status: r.status, total: r.total, counts })!;
+    finishedLastDay[outcome]++;
+    if (outcome !== "succeeded" && recentlyFinished.length < RECENT_FINISHED_LISTED) {
+      recentlyFinished.push({
+        id: r.id,
+        source: r.source,
+        outcome,
+        finishedAt: r.finished_at.toISOString(),
+        total: r.total,
+        delivered: counts.delivered ?? 0,
+        failed: counts.failed ?? 0,
+        skippedUnsafe: counts.skipped_unsafe ?? 0,
+      });
+    }
+  }
+  return { finishedLastDay, recentlyFinished };
+}
 
 /** How many replays run, and how many of them are stalled or failing. */
-async function replayHealthCounts(on?: Queryable): Promise<Overview["replays"]> {
-  const rows = await query<RunningReplayRow>(RUNNING_REPLAYS_SQL, [], on);
+async function replayHealthCounts(db?: Db): Promise<Overview["replays"]> {
+  const rows = await readQuery(RunningReplayRow, RUNNING_REPLAYS_SQL, [], db);
   const timeoutMs = loadEnv().KEYWARD_REPLAY_TIMEOUT_MS;
   const healths = rows.map((r) => ({
     r,
@@ -133,6 +186,7 @@ async function replayHealthCounts(on?: Queryable): Promise<Overview["replays"]> 
           consecutiveFailures: r.consecutive_failures,
           lastError: r.last_error,
           lastErrorAt: r.last_error_at,
+          nextAttemptAt: r.next_attempt_at,
         },
         r.db_now,
         timeoutMs,
@@ -147,26 +201,33 @@ async function replayHealthCounts(on?: Queryable): Promise<Overview["replays"]> 
   return { running: rows.length, unhealthy: stalled + failing, stalled, failing, unhealthyItems };
 }
 
-export async function getOverview(on?: Queryable, options: { countLimit?: number } = {}): Promise<Overview> {
+/** The figures, with rows for the sources `limit` and `q` pick (lib/overview/source-rows.ts); totals of every source. */
+export async function getOverview(db?: Db, options: { countLimit?: number } & OverviewQuery = {}): Promise<Overview> {
   const countLimit = options.countLimit ?? COUNT_LIMIT;
-  const rows = await query<OverviewRow>(OVERVIEW_SQL, [countLimit + 1], on);
-  const latestSample = await getLatestSample(on);
-  const inlets = await query<{
-    id: string; source: string; queue: string; state: InletLag["state"]; last_error: string | null; lag_messages: number | null;
-    lag_checked_at: Date | null; last_message_at: Date | null; last_message_age_seconds: number | null;
-  }>(
-    `SELECT id, source, queue, state, last_error, lag_messages::float8 AS lag_messages, lag_checked_at, last_message_at,
+  const rows = await readQuery(OverviewRow, OVERVIEW_SQL, [countLimit + 1], db); // a read replica's, when configured
+  const latestSample = await getLatestSample(db);
+  const inlets = await readQuery(
+    z.object({ id: z.string(), source: z.string(), kind: z.enum(INLET_KINDS), queue: z.string(), state: z.enum(INLET_STATES), last_error: z.string().nullable(), lag_messages: z.number().nullable(), lag_checked_at: z.date().nullable(), last_message_at: z.date().nullable(), last_message_age_seconds: z.number().nullable() }),
+    `SELECT id, source, kind, queue, state, last_error, lag_messages::float8 AS lag_messages, lag_checked_at, last_message_at,
             last_message_age_seconds
      FROM inlets ORDER BY source, created_at, id`,
     [],
-    on,
+    db,
   );
-  const replays = await replayHealthCounts(on);
+  const replays = { ...(await replayHealthCounts(db)), ...(await finishedReplays(db)) };
+  // The pending letters (the dead_letters_pending_idx partial index).
+  const [letters] = await query(
+    z.object({ pending: z.number(), oldest: z.date().nullable() }),
+    "SELECT count(*)::int8 AS pending, min(failed_at) AS oldest FROM dead_letters WHERE status = 'pending'",
+    [],
+    db,
+  );
   const [clock] = rows;
   const sources = rows.filter((r) => r.name !== null).map((r) => toSourceOverview(r));
   const keys = sources.reduce((acc, s) => addKeys(acc, s.keys), NO_KEYS);
   // Past the limit, per-source expired counts are unknown but the total may still be counted.
   if (keys.expired === null && clock.expired_total <= countLimit) keys.expired = clock.expired_total;
+  const picked = selectSources(sources, { q: options.q, limit: options.limit });
   return {
     asOf: clock.as_of.toISOString(),
     lastHourSince: clock.since.toISOString(),
@@ -178,10 +239,13 @@ export async function getOverview(on?: Queryable, options: { countLimit?: number
       lastHour: sources.reduce((acc, s) => addClaims(acc, s.lastHour), NO_CLAIMS),
     },
     replays,
-    sources,
+    deadLetters: { pending: letters.pending, oldestPendingAt: letters.oldest?.toISOString() ?? null },
+    sources: picked.rows,
+    sourcesMatching: picked.matching,
     inlets: inlets.map((i) => ({
       id: i.id,
       source: i.source,
+      kind: i.kind,
       queue: i.queue,
       state: i.state,
       lastError: i.last_error,
@@ -198,11 +262,11 @@ function toSourceOverview(r: OverviewRow): SourceOverview {
     source: r.name!,
     createdAt: r.created_at!.toISOString(),
     ttl: {
-      retryWindowSeconds: r.retry_window_seconds,
-      queueLagSeconds: r.queue_lag_seconds,
-      clockSkewSeconds: r.clock_skew_seconds,
-      replaySeconds: r.replay_seconds,
-      ttlSeconds: r.ttl_seconds,
+      retryWindowSeconds: r.retry_window_seconds!,
+      queueLagSeconds: r.queue_lag_seconds!,
+      clockSkewSeconds: r.clock_skew_seconds!,
+      replaySeconds: r.replay_seconds!,
+      ttlSeconds: r.ttl_seconds!,
     },
     keys: {
       alive: r.all_counted ? r.keys_alive : null,

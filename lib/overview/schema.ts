@@ -4,7 +4,10 @@
  * large to count on every refresh. Shared by the route, the console and the tests.
  */
 import { z } from "zod";
-import { metricSampleSchema } from "../metrics/schema";
+import { instant, storableText } from "@/lib/http/fields";
+import { metricSampleSchema } from "@/lib/metrics/schema";
+import { REPLAY_OUTCOMES } from "@/lib/replay/outcome";
+import { MAX_SOURCE_ROWS } from "./source-rows";
 
 const count = z.number().int().nonnegative();
 
@@ -52,34 +55,36 @@ export type SourceTtl = z.infer<typeof sourceTtlSchema>;
 
 export const sourceOverviewSchema = z.object({
   source: z.string(),
-  createdAt: z.iso.datetime(),
+  createdAt: instant,
   ttl: sourceTtlSchema,
   keys: keyCountsSchema,
   lastHour: claimCountsSchema,
 });
 export type SourceOverview = z.infer<typeof sourceOverviewSchema>;
 
-/** A RabbitMQ inlet's lag as its consumer last reported it (lib/inlets; no URL: viewers read this). */
+/** An inlet's lag as its consumer last reported it (lib/inlets; no URL: viewers read this). */
 export const inletLagSchema = z.object({
   id: z.string(),
   source: z.string(),
+  /** amqp (a RabbitMQ queue) · bullmq (a queue's failed jobs) · nats (a JetStream consumer's exhausted messages) */
+  kind: z.enum(["amqp", "bullmq", "nats"]),
   queue: z.string(),
   state: z.enum(["starting", "consuming", "error"]),
   lastError: z.string().nullable(),
   /** Messages waiting in the queue when last checked; null before the first check. */
   lagMessages: count.nullable(),
-  lagCheckedAt: z.iso.datetime().nullable(),
+  lagCheckedAt: instant.nullable(),
   /** When the last message was stored, and how long after its dead-lettering. */
-  lastMessageAt: z.iso.datetime().nullable(),
+  lastMessageAt: instant.nullable(),
   lastMessageAgeSeconds: z.number().nonnegative().nullable(),
 });
 export type InletLag = z.infer<typeof inletLagSchema>;
 
 export const overviewSchema = z.object({
   /** The database's now() when the figures were read. */
-  asOf: z.iso.datetime(),
+  asOf: instant,
   /** Start of the oldest minute bucket counted in `lastHour` (the current, partial minute is the newest). */
-  lastHourSince: z.iso.datetime(),
+  lastHourSince: instant,
   /** The most keys counted one by one on a refresh; past it `alive` and per-source `expired` are null. */
   countLimit: count,
   /** The sampler's newest sample (sizes, row estimate, backlog), or null before the first one. */
@@ -102,14 +107,49 @@ export const overviewSchema = z.object({
           state: z.enum(["stalled", "failing"]),
           reason: z.string().nullable(),
           lastError: z.string().nullable(),
-          lastErrorAt: z.iso.datetime().nullable(),
+          lastErrorAt: instant.nullable(),
+        }),
+      )
+      .optional(),
+    /**
+     * Replays finished in the last 24 hours by outcome (lib/replay/outcome.ts), and the newest of them that
+     * did not succeed (partial, failed, cancelled; at most 5) with their counts; always sent by the server.
+     */
+    finishedLastDay: z.object(Object.fromEntries(REPLAY_OUTCOMES.map((o) => [o, count])) as Record<(typeof REPLAY_OUTCOMES)[number], typeof count>).optional(),
+    recentlyFinished: z
+      .array(
+        z.object({
+          id: z.string(),
+          source: z.string(),
+          outcome: z.enum(REPLAY_OUTCOMES),
+          finishedAt: instant,
+          total: count,
+          delivered: count,
+          failed: count,
+          skippedUnsafe: count,
         }),
       )
       .optional(),
   }),
-  /** One entry per configured source, by name. */
+  /** Dead letters waiting for a replay or a decision (status pending), and when the oldest of them failed; always sent by the server. */
+  deadLetters: z.object({ pending: count, oldestPendingAt: instant.nullable() }).optional(),
+  /**
+   * The sources asked for (lib/overview/source-rows.ts): every source by name, or those whose name contains
+   * `q`; past `limit` of them, the `limit` busiest, busiest first. `totals` always count every source.
+   */
   sources: z.array(sourceOverviewSchema),
-  /** The RabbitMQ inlets (by source, then creation); always sent by the server. */
+  /** How many sources match `q` (every source without it); more than `sources` holds when `limit` left some out. */
+  sourcesMatching: count,
+  /** The inlets (by source, then creation); always sent by the server. */
   inlets: z.array(inletLagSchema).optional(),
 });
 export type Overview = z.infer<typeof overviewSchema>;
+
+/** GET /api/v1/overview's query string: which sources to send rows for (the totals cover every source). */
+export const overviewQuery = z.object({
+  /** At most this many sources: past it, the busiest. Without it, every source. */
+  limit: z.coerce.number().int("must be a whole number").min(1).max(MAX_SOURCE_ROWS, `must be at most ${MAX_SOURCE_ROWS}`).optional(),
+  /** Only sources whose name contains this text, in any case. */
+  q: storableText().max(200).optional(),
+});
+export type OverviewQuery = z.infer<typeof overviewQuery>;

@@ -4,11 +4,10 @@
  * CLI, the console and the tests.
  */
 import { z } from "zod";
-import { cursorParam, encodeCursor } from "../pagination";
-import { KeywardError } from "../errors";
-import { parseDuration } from "../sources/duration";
-import { DUPLICATE_AGES_KEPT_DAYS } from "../metrics/duplicate-ages";
-import { isInstant, unstorableReason } from "../http/fields";
+import { cursorParam, encodeCursor } from "@/lib/pagination";
+import { parseDuration } from "@/lib/sources/duration";
+import { DUPLICATE_AGES_KEPT_DAYS } from "@/lib/metrics/duplicate-ages";
+import { instant, isInstant, unstorableReason } from "@/lib/http/fields";
 
 export const DEFAULT_ADVICE_WINDOW = "30d";
 export const MIN_WINDOW_SECONDS = 3600;
@@ -16,32 +15,37 @@ export const MAX_WINDOW_SECONDS = DUPLICATE_AGES_KEPT_DAYS * 86400;
 
 /**
  * A window as people type it ("30d", "7d", "12h", "1d12h"), 1 hour to 90 days (the histogram's
- * retention). Anything else is a 400 naming `window`.
+ * retention), default 30 days; parsed to `{ text, seconds }`. Anything else is the one 422 naming `window`
+ * (`invalid_request`), like every other bad field. The routes' query schemas and the CLI parse it.
  */
-export function parseWindow(text: string | undefined): { text: string; seconds: number } {
-  const t = text ?? DEFAULT_ADVICE_WINDOW;
-  let seconds: number;
-  try {
-    seconds = parseDuration(t);
-  } catch (err) {
-    throw KeywardError.badRequest("invalid_window", `window: ${(err as Error).message}`, { field: "window" });
-  }
-  if (seconds < MIN_WINDOW_SECONDS || seconds > MAX_WINDOW_SECONDS) {
-    throw KeywardError.badRequest(
-      "invalid_window",
-      `window: must be between 1h and ${DUPLICATE_AGES_KEPT_DAYS}d (duplicate ages are kept ${DUPLICATE_AGES_KEPT_DAYS} days), got ${t}`,
-      { field: "window" },
-    );
-  }
-  return { text: t.trim(), seconds };
-}
+export const adviceWindow = z
+  .string()
+  .max(32)
+  .default(DEFAULT_ADVICE_WINDOW)
+  .transform((t, ctx) => {
+    let seconds: number;
+    try {
+      seconds = parseDuration(t);
+    } catch (err) {
+      ctx.addIssue({ code: "custom", message: (err as Error).message });
+      return z.NEVER;
+    }
+    if (seconds < MIN_WINDOW_SECONDS || seconds > MAX_WINDOW_SECONDS) {
+      ctx.addIssue({
+        code: "custom",
+        message: `must be between 1h and ${DUPLICATE_AGES_KEPT_DAYS}d (duplicate ages are kept ${DUPLICATE_AGES_KEPT_DAYS} days), got ${t}`,
+      });
+      return z.NEVER;
+    }
+    return { text: t.trim(), seconds };
+  });
+export type AdviceWindow = z.output<typeof adviceWindow>;
 
 /** `?window=30d` and nothing else (an unknown parameter is a 422 naming it). */
-export const adviceQuery = z.strictObject({ window: z.string().max(32).optional() });
+export const adviceQuery = z.strictObject({ window: adviceWindow });
 
 const seconds = z.number().nonnegative();
 const count = z.number().int().nonnegative();
-const instant = z.iso.datetime({ offset: true });
 
 export const partsSchema = z.object({
   retryWindowSeconds: count,
@@ -78,11 +82,27 @@ export const adviceSchema = z.object({
     lateDuplicates: count,
     /** The (at most 10) late duplicates with the longest gaps. */
     lateDuplicateExamples: z.array(lateDuplicateSchema),
+    /**
+     * The late duplicates judged (lib/retention/evidence.ts): the sender's (evidence), by the TTL in force at
+     * their first claim, and those an operator's forced replay made (apart: never evidence).
+     */
+    lateEvidence: z.object({
+      sender: count,
+      senderMaxGapSeconds: seconds.nullable(),
+      underCurrentTtl: count,
+      replays: count,
+      replaysMaxGapSeconds: seconds.nullable(),
+      byTtl: z.array(
+        z.object({ ttlSeconds: count, from: z.string().nullable(), until: z.string().nullable(), current: z.boolean(), count, maxGapSeconds: seconds }),
+      ),
+    }),
   }),
   current: z.object({ ttlSeconds: count, parts: partsSchema }),
   recommended: z.object({ ttlSeconds: count, parts: partsSchema, reasons: z.array(z.string()) }).nullable(),
   /** Why `recommended` is null (too little evidence: how much more is needed); null when there is one. */
   reason: z.string().nullable(),
+  /** The one verdict (lib/retention/advisor.ts adviceVerdict): the badge and the text the console and the CLI show. */
+  verdict: z.object({ tone: z.enum(["ok", "warn", "neutral"]), badge: z.string(), text: z.string(), changes: z.boolean() }),
   /** Projected steady-state size of the source's keys: recent claim rate × TTL × bytes per key. */
   projection: z.object({ currentBytes: count, recommendedBytes: count.nullable() }),
 });
@@ -98,7 +118,7 @@ export const latePosition = z.strictObject({
 
 /** GET /api/v1/sources/{name}/late-duplicates: `?window=30d&limit=50&cursor=…`, newest first. */
 export const lateDuplicatesQuery = z.strictObject({
-  window: z.string().max(32).optional(),
+  window: adviceWindow,
   limit: z.coerce.number().int().min(1).max(500).default(50),
   cursor: cursorParam(latePosition).optional(),
 });

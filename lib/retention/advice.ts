@@ -4,19 +4,23 @@
  * every source report uses (lib/metrics/projection.ts). Also the late-duplicate list of a source.
  *
  * Cost: the source row; one range read of duplicate_ages on its (source, bucket) key; late_duplicates on
- * its (source, late_claim_at) index; catalog reads for bytes per key; an hour of claim_counts.
+ * its (source, late_claim_at) index; the source's TTL edits from its operator log (audit (source, at)
+ * index, at most TTL_EDITS_READ); catalog reads for bytes per key; an hour of claim_counts.
  */
-import { query, type Queryable } from "../db/sql";
-import { loadEnv } from "../config/env";
-import { duplicateAgeHistogram } from "../metrics/duplicate-age-history";
-import { bucketEdge } from "../metrics/duplicate-ages";
-import { claimRates, projectSize, sizeBasis } from "../metrics/projection";
-import { getSource } from "../sources/sources";
+import { z } from "zod";
+import type { Db } from "@/lib/db/transaction";
+import { query, sqlParams } from "@/lib/db/sql";
+import { loadEnv } from "@/lib/config/env";
+import { duplicateAgeHistogram } from "@/lib/metrics/duplicate-age-history";
+import { bucketEdge } from "@/lib/metrics/duplicate-ages";
+import { claimRates, projectSize, sizeBasis } from "@/lib/metrics/projection";
+import { getSource } from "@/lib/sources/sources";
 import { advise } from "./advisor";
+import { judgeLateDuplicates, ttlEpochs, type LateGroup, type TtlEdit } from "./evidence";
 import {
   encodeLateCursor,
-  parseWindow,
   type AdviceResponse,
+  type AdviceWindow,
   type LateDuplicateExample,
   type LateDuplicateItem,
   type LateDuplicatesPage,
@@ -24,18 +28,38 @@ import {
 } from "./advice-schema";
 
 const EXAMPLES = 10;
+/** The newest TTL edits read for the TTL history (older late duplicates are judged against the oldest known). */
+const TTL_EDITS_READ = 500;
 
-type LateRow = {
-  event_id: string;
-  event_type: string | null;
-  first_claim_at: Date;
-  late_claim_at: Date;
-  late_at_text: string;
-  gap_seconds: number;
-  key_state: "pruned" | "unpruned";
-  via_replay: boolean;
-  late_actor: string | null;
-};
+/**
+ * Raw SQL: the source's TTL history from its operator log (source.create / source.update, with the TTL
+ * before and after), newest first, on the audit (source, at) index; the JSON fields Prisma cannot filter on.
+ */
+const TTL_EDITS_SQL = `
+SELECT at, (detail->'before'->>'ttlSeconds')::int AS before_ttl, (detail->'after'->>'ttlSeconds')::int AS after_ttl
+FROM audit_events
+WHERE source = $1 AND kind = 'operator' AND detail->>'action' IN ('source.create', 'source.update')
+  AND coalesce(detail->>'outcome', 'ok') = 'ok' AND detail->'after'->>'ttlSeconds' IS NOT NULL
+ORDER BY at DESC, id DESC LIMIT ${TTL_EDITS_READ}`;
+
+/** The source's TTL edits, oldest first. */
+async function ttlEdits(source: string, db?: Db): Promise<TtlEdit[]> {
+  const rows = await query(z.object({ at: z.date(), before_ttl: z.number().nullable(), after_ttl: z.number() }), TTL_EDITS_SQL, [source], db);
+  return rows.reverse().map((r) => ({ at: r.at, beforeTtlSeconds: r.before_ttl, afterTtlSeconds: r.after_ttl }));
+}
+
+const LateRow = z.object({
+  event_id: z.string(),
+  event_type: z.string().nullable(),
+  first_claim_at: z.date(),
+  late_claim_at: z.date(),
+  late_at_text: z.string(),
+  gap_seconds: z.number(),
+  key_state: z.enum(["pruned", "unpruned"]),
+  via_replay: z.boolean(),
+  late_actor: z.string().nullable(),
+});
+type LateRow = z.output<typeof LateRow>;
 
 const toExample = (r: LateRow): LateDuplicateExample => ({
   eventId: r.event_id,
@@ -48,31 +72,38 @@ const LATE_COLUMNS = `event_id, event_type, first_claim_at, late_claim_at,
   to_char(late_claim_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS late_at_text,
   gap_seconds, key_state, via_replay, late_actor`;
 
-/** The advice for `name` over the window ending now (`windowText` as in `?window=30d`; default 30 days). */
-export async function getAdvice(name: string, windowText?: string, on?: Queryable): Promise<AdviceResponse> {
-  const window = parseWindow(windowText);
+/** The advice for `name` over the window ending now (`window`: `adviceWindow` parsed, e.g. from `?window=30d`). */
+export async function getAdvice(name: string, window: AdviceWindow, db?: Db): Promise<AdviceResponse> {
   const source = await getSource(name);
   const to = new Date();
   const from = new Date(to.getTime() - window.seconds * 1000);
 
-  const [histogram, lateStats, examples, basis, rates] = await Promise.all([
-    duplicateAgeHistogram(source.name, from, to, on),
-    query<{ count: number; max_gap: number | null; via_replay: number }>(
-      `SELECT count(*)::int AS count, max(gap_seconds) AS max_gap, (count(*) FILTER (WHERE via_replay))::int AS via_replay
-       FROM late_duplicates WHERE source = $1 AND late_claim_at >= $2 AND late_claim_at < $3`,
-      [source.name, from, to],
-      on,
+  const { epochs, boundaries } = ttlEpochs(await ttlEdits(source.name, db), source.ttlSeconds);
+  const [histogram, lateGroups, examples, basis, rates] = await Promise.all([
+    duplicateAgeHistogram(source.name, from, to, db),
+    // Grouped by the TTL epoch of the first claim (width_bucket over the edit times) and by replay.
+    query(
+      z.object({ epoch: z.number(), via_replay: z.boolean(), count: z.number(), max_gap: z.number() }),
+      `SELECT width_bucket(first_claim_at, $4::timestamptz[]) AS epoch, via_replay, count(*)::int AS count, max(gap_seconds) AS max_gap
+       FROM late_duplicates WHERE source = $1 AND late_claim_at >= $2 AND late_claim_at < $3
+       GROUP BY 1, 2`,
+      [source.name, from, to, boundaries],
+      db,
     ),
-    query<LateRow>(
+    query(
+      LateRow,
       `SELECT ${LATE_COLUMNS} FROM late_duplicates WHERE source = $1 AND late_claim_at >= $2 AND late_claim_at < $3
        ORDER BY gap_seconds DESC, late_claim_at DESC LIMIT ${EXAMPLES}`,
       [source.name, from, to],
-      on,
+      db,
     ),
-    sizeBasis(on),
-    claimRates(source.name, on),
+    sizeBasis(db),
+    claimRates(source.name, db),
   ]);
-  const late = lateStats[0];
+  const late = judgeLateDuplicates(
+    lateGroups.map((g): LateGroup => ({ epoch: g.epoch, viaReplay: g.via_replay, count: g.count, maxGapSeconds: g.max_gap })),
+    epochs,
+  );
   const parts = {
     retryWindowSeconds: source.retryWindowSeconds,
     queueLagSeconds: source.queueLagSeconds,
@@ -85,7 +116,7 @@ export async function getAdvice(name: string, windowText?: string, on?: Queryabl
     auditRetentionSeconds: loadEnv().KEYWARD_AUDIT_RETENTION_DAYS * 86400,
     windowSeconds: window.seconds,
     histogram,
-    late: { count: late.count, maxGapSeconds: late.max_gap, viaReplay: late.via_replay },
+    late,
   });
   const claimRate = rates.get(source.name) ?? 0;
   return {
@@ -94,12 +125,28 @@ export async function getAdvice(name: string, windowText?: string, on?: Queryabl
     observed: {
       ...advice.observed,
       histogram: histogram.counts.map((count, i) => ({ leSeconds: bucketEdge(i), count })),
-      lateDuplicates: late.count,
+      lateDuplicates: late.sender.count + late.replays.count,
       lateDuplicateExamples: examples.map(toExample),
+      lateEvidence: {
+        sender: late.sender.count,
+        senderMaxGapSeconds: late.sender.maxGapSeconds,
+        underCurrentTtl: late.underCurrentTtl.count,
+        replays: late.replays.count,
+        replaysMaxGapSeconds: late.replays.maxGapSeconds,
+        byTtl: late.byTtl.map((e) => ({
+          ttlSeconds: e.ttlSeconds,
+          from: e.from?.toISOString() ?? null,
+          until: e.until?.toISOString() ?? null,
+          current: e.current,
+          count: e.count,
+          maxGapSeconds: e.maxGapSeconds,
+        })),
+      },
     },
     current: { ttlSeconds: source.ttlSeconds, parts },
     recommended: advice.recommended,
     reason: advice.reason,
+    verdict: advice.verdict,
     projection: {
       currentBytes: projectSize(claimRate, source.ttlSeconds, basis.bytesPerKey).bytes,
       recommendedBytes: advice.recommended ? projectSize(claimRate, advice.recommended.ttlSeconds, basis.bytesPerKey).bytes : null,
@@ -114,32 +161,33 @@ export async function getAdvice(name: string, windowText?: string, on?: Queryabl
 export async function listLateDuplicates(
   name: string,
   q: LateDuplicatesParams,
-  on?: Queryable,
+  db?: Db,
 ): Promise<LateDuplicatesPage> {
-  const window = parseWindow(q.window);
+  const window = q.window;
   const source = name;
   const after = q.cursor ?? null;
   await getSource(source);
   const to = new Date();
   const from = new Date(to.getTime() - window.seconds * 1000);
-  const values: unknown[] = [source, from, to, q.limit + 1];
-  const keyset = after ? `AND (late_claim_at, event_id) < ($5::timestamptz, $6)` : "";
-  if (after) values.push(after.at, after.eventId);
+  const { values, p } = sqlParams(source, from, to, q.limit + 1);
+  const keyset = after ? `AND (late_claim_at, event_id) < (${p(after.at)}::timestamptz, ${p(after.eventId)})` : "";
   const [rows, days] = await Promise.all([
-    query<LateRow>(
+    query(
+      LateRow,
       `SELECT ${LATE_COLUMNS} FROM late_duplicates
        WHERE source = $1 AND late_claim_at >= $2 AND late_claim_at < $3 ${keyset}
        ORDER BY late_claim_at DESC, event_id DESC LIMIT $4`,
       values,
-      on,
+      db,
     ),
-    query<{ day: string; count: number; via_replay: number }>(
+    query(
+      z.object({ day: z.string(), count: z.number(), via_replay: z.number() }),
       `SELECT to_char(date_trunc('day', late_claim_at AT TIME ZONE 'UTC'), 'YYYY-MM-DD') AS day, count(*)::int AS count,
               (count(*) FILTER (WHERE via_replay))::int AS via_replay
        FROM late_duplicates WHERE source = $1 AND late_claim_at >= $2 AND late_claim_at < $3
        GROUP BY 1 ORDER BY 1`,
       [source, from, to],
-      on,
+      db,
     ),
   ]);
   const page = rows.slice(0, q.limit);

@@ -6,7 +6,9 @@
  * The rules, in order:
  * 1. Evidence. With no late duplicate, the 99.9th percentile of duplicate ages needs at least
  *    MIN_DUPLICATES duplicates; with fewer, there is no recommendation, and the reason says how many more
- *    are needed. A late duplicate is evidence on its own (the TTL was too short for it).
+ *    are needed. A late duplicate from the sender's own retries is evidence on its own (the TTL in force
+ *    at its first claim was too short for it). Late claims made by an operator's replay are not evidence
+ *    of the sender's retries: they are reported apart and change nothing (evidence.ts).
  * 2. Cover the observed tail: the retry window becomes the larger of the declared one and what the
  *    traffic showed — the upper bound of the p99.9 duplicate age and every late-duplicate gap — rounded
  *    up. It is never lowered below the declared window: the design anchors the TTL to the sender's
@@ -17,12 +19,15 @@
  * 4. Never below the design's floor for the retry window (presets.ts ttlFloorFor): any shortfall is added
  *    to the replay margin, the design's slack for backlogs and replays.
  * 5. At most MAX_TTL_SECONDS (90 d): past it there is no recommendation, and the reason says why.
+ * The verdict (adviceVerdict) is one function of the outcome: the card's badge and its text, the API's
+ * `verdict` and the CLI all read it, so they never disagree.
  */
-import { formatDuration } from "../sources/duration";
-import { MAX_TTL_SECONDS } from "../sources/schema";
+import { formatDuration } from "@/lib/sources/duration";
+import { MAX_TTL_SECONDS } from "@/lib/sources/schema";
 import { checkInvariants } from "./invariants";
 import { ttlFloorFor, ttlOfParts, type SourceParts } from "./presets";
-import { AGE_BUCKETS, quantileUpperBound, totalOf, type AgeHistogram } from "../metrics/duplicate-ages";
+import { AGE_BUCKETS, quantileUpperBound, totalOf, type AgeHistogram } from "@/lib/metrics/duplicate-ages";
+import type { LateEvidence } from "./evidence";
 
 /** Duplicates needed before the 99.9th percentile of their ages means anything (one in a thousand). */
 export const MIN_DUPLICATES = 1000;
@@ -36,16 +41,24 @@ export type AdvisorInput = {
   auditRetentionSeconds: number;
   windowSeconds: number;
   histogram: AgeHistogram;
-  late: { count: number; maxGapSeconds: number | null; viaReplay: number };
+  /** The window's late duplicates, judged: the sender's by the TTL in force then, replays apart (evidence.ts). */
+  late: LateEvidence;
 };
 
 export type Recommendation = { ttlSeconds: number; parts: SourceParts; reasons: string[] };
+
+/**
+ * The advice in one verdict: `tone` ok (the TTL fits: nothing to do), warn (a change is recommended, or the
+ * traffic outruns the longest TTL), neutral (not enough evidence yet); `badge` and `text` say the same.
+ */
+export type AdviceVerdict = { tone: "ok" | "warn" | "neutral"; badge: string; text: string; changes: boolean };
 
 export type Advice = {
   observed: { duplicates: number; ageP50Seconds: number | null; ageP99Seconds: number | null; ageP999Seconds: number | null; maxAgeSeconds: number | null };
   recommended: Recommendation | null;
   /** Why there is no recommendation (too little evidence, or past the longest TTL); null when there is one. */
   reason: string | null;
+  verdict: AdviceVerdict;
 };
 
 const H = 3600;
@@ -101,39 +114,45 @@ export function advise(input: AdvisorInput): Advice {
   };
   const window = humanDuration(input.windowSeconds);
 
+  const cur = input.parts;
+  const late = input.late;
+  const replayNote =
+    late.replays.count > 0
+      ? `${plural(late.replays.count, "event was", "events were")} processed again by an operator's forced replay (up to ${humanDuration(late.replays.maxGapSeconds ?? 0)} after the first claim): ` +
+        `an operator's decision, not a sender's retry, so ${late.replays.count === 1 ? "it is" : "they are"} left out of the evidence.`
+      : null;
+
   // 1. Evidence.
-  if (input.late.count === 0 && duplicates < MIN_DUPLICATES) {
-    return {
-      observed,
-      recommended: null,
-      reason:
-        `Too little evidence: ${plural(duplicates, "duplicate")} and no late duplicate in the last ${window}. ` +
-        `At least ${plural(MIN_DUPLICATES, "duplicate")} are needed to estimate the 99.9th percentile of duplicate ages ` +
-        `(${plural(MIN_DUPLICATES - duplicates, "more duplicate")}); a longer window may have them.`,
-    };
+  if (late.sender.count === 0 && duplicates < MIN_DUPLICATES) {
+    const reason =
+      `Too little evidence: ${plural(duplicates, "duplicate")} and no late duplicate from the sender in the last ${window}. ` +
+      `At least ${plural(MIN_DUPLICATES, "duplicate")} are needed to estimate the 99.9th percentile of duplicate ages ` +
+      `(${plural(MIN_DUPLICATES - duplicates, "more duplicate")}); a longer window may have them.` +
+      (replayNote ? ` ${replayNote}` : "");
+    return { observed, recommended: null, reason, verdict: adviceVerdict(null, reason, cur, late) };
   }
 
-  const cur = input.parts;
   const reasons: string[] = [];
 
   // 2. The observed tail.
   const p999 = duplicates >= MIN_DUPLICATES ? observed.ageP999Seconds ?? 0 : 0;
-  const lateGap = input.late.maxGapSeconds ?? 0;
+  const lateGap = late.sender.maxGapSeconds ?? 0;
   const cover = Math.max(p999, lateGap);
   const observedWindow = cover > 0 ? roundUpWindow(cover) : 0;
   const retry = Math.max(cur.retryWindowSeconds, observedWindow);
   const declared = humanDuration(cur.retryWindowSeconds);
 
-  if (input.late.count > 0) {
-    const replayNote =
-      input.late.viaReplay > 0
-        ? ` ${input.late.viaReplay === input.late.count ? "All of them" : plural(input.late.viaReplay, "of them", "of them")} came from a replay, so the replay margin was too short for ${input.late.viaReplay === 1 ? "it" : "them"}.`
-        : "";
+  for (const epoch of late.byTtl) {
+    // Judged against the TTL in force at the first claims: an earlier TTL's misses are not the current one's.
+    const under = epoch.current
+      ? `under the current TTL of ${exactly(epoch.ttlSeconds)}`
+      : `under the earlier TTL of ${exactly(epoch.ttlSeconds)} (in force until ${epoch.until!.toISOString().slice(0, 16).replace("T", " ")} UTC)`;
     reasons.push(
-      `${plural(input.late.count, "event was", "events were")} processed twice in the last ${window}: the key had expired when a later delivery came, ` +
-        `up to ${humanDuration(lateGap)} after the first claim (your TTL is ${humanDuration(ttlOfParts(cur))}).${replayNote}`,
+      `${plural(epoch.count, "event was", "events were")} processed twice in the last ${window} ${under}: the key had expired when a later delivery came, ` +
+        `up to ${humanDuration(epoch.maxGapSeconds)} after the first claim.`,
     );
   }
+  if (replayNote) reasons.push(replayNote);
   if (duplicates > 0) {
     const beyond = duplicatesBeyond(h, cur.retryWindowSeconds);
     if (h.maxAgeSeconds > cur.retryWindowSeconds) {
@@ -152,7 +171,7 @@ export function advise(input: AdvisorInput): Advice {
     }
   }
   if (retry > cur.retryWindowSeconds) {
-    reasons.push(`A retry window of ${exactly(retry)} covers ${input.late.count > 0 && lateGap >= p999 ? "every late duplicate" : "that tail"}.`);
+    reasons.push(`A retry window of ${exactly(retry)} covers ${late.sender.count > 0 && lateGap >= p999 ? "every late duplicate" : "that tail"}.`);
   } else {
     reasons.push(`Your ${declared} retry window already covers what arrived; it stays (the design anchors it to the sender's longest documented window).`);
   }
@@ -188,13 +207,10 @@ export function advise(input: AdvisorInput): Advice {
 
   // 5. The longest TTL.
   if (ttl > MAX_TTL_SECONDS) {
-    return {
-      observed,
-      recommended: null,
-      reason:
-        `Covering what arrived needs a TTL of ${humanDuration(ttl)} with your margins, beyond the longest TTL Keyward allows (${humanDuration(MAX_TTL_SECONDS)}). ` +
-        `Deliveries this late are better caught by the audit history ("did we process it?") than by a dedup key.`,
-    };
+    const reason =
+      `Covering what arrived needs a TTL of ${humanDuration(ttl)} with your margins, beyond the longest TTL Keyward allows (${humanDuration(MAX_TTL_SECONDS)}). ` +
+      `Deliveries this late are better caught by the audit history ("did we process it?") than by a dedup key.`;
+    return { observed, recommended: null, reason, verdict: adviceVerdict(null, reason, cur, late) };
   }
 
   const curTtl = ttlOfParts(cur);
@@ -211,7 +227,40 @@ export function advise(input: AdvisorInput): Advice {
   // The recommendation must pass the same checks a saved source does (audit retention is a setting, not a part).
   const failing = checkInvariants({ ...parts, ttlSeconds: ttl, deadLetterRetentionSeconds: dl, auditRetentionSeconds: Math.max(input.auditRetentionSeconds, ttl) }).filter((i) => !i.ok);
   if (failing.length) throw new Error(`advisor produced parts that fail checks: ${failing.map((i) => i.id).join(", ")}`);
-  return { observed, recommended: { ttlSeconds: ttl, parts, reasons }, reason: null };
+  const recommended = { ttlSeconds: ttl, parts, reasons };
+  return { observed, recommended, reason: null, verdict: adviceVerdict(recommended, null, cur, late) };
+}
+
+const sameParts = (a: SourceParts, b: SourceParts) =>
+  a.retryWindowSeconds === b.retryWindowSeconds && a.queueLagSeconds === b.queueLagSeconds && a.clockSkewSeconds === b.clockSkewSeconds && a.replaySeconds === b.replaySeconds;
+
+/** The parts in words for a verdict: "3 d + 1 d + 5 min + 2 d 23 h 55 min". */
+const partsWords = (p: SourceParts) => [p.retryWindowSeconds, p.queueLagSeconds, p.clockSkewSeconds, p.replaySeconds].map((s) => exactly(s)).join(" + ");
+
+/**
+ * The one verdict on an advice (the card's badge and text, the API's `verdict`, the CLI). A change is
+ * recommended: warn. No change needed: ok, and the text says so, naming the late duplicates of an
+ * earlier TTL as such (they are not the current TTL's). No recommendation: warn when the traffic outruns
+ * the longest TTL, neutral when there is too little evidence.
+ */
+export function adviceVerdict(recommended: Recommendation | null, reason: string | null, current: SourceParts, late: LateEvidence): AdviceVerdict {
+  if (!recommended) {
+    const tooLittle = late.sender.count === 0;
+    return tooLittle
+      ? { tone: "neutral", badge: "Not enough evidence yet", text: reason ?? "No recommendation.", changes: false }
+      : { tone: "warn", badge: "Worth a look", text: reason ?? "No recommendation.", changes: false };
+  }
+  if (!sameParts(recommended.parts, current)) {
+    return {
+      tone: "warn",
+      badge: "Change recommended",
+      text: `Recommended: TTL ${exactly(recommended.ttlSeconds)} (${partsWords(recommended.parts)})`,
+      changes: true,
+    };
+  }
+  const earlier = late.byTtl.filter((e) => !e.current).reduce((n, e) => n + e.count, 0);
+  const note = earlier > 0 ? ` (the ${plural(earlier, "late duplicate")} came under an earlier, shorter TTL)` : "";
+  return { tone: "ok", badge: "TTL fits the traffic", text: `The current TTL covers what arrived: no change needed${note}`, changes: false };
 }
 
 /** "3d + 1d + 5m + 2d23h55m": the parts as the CLI and the form type them. */

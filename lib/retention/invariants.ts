@@ -6,7 +6,7 @@
  * dead-letter retention, and may be re-driven until the end of it. Every one of those deliveries must
  * meet a live key, or it is processed twice.
  */
-import { formatDuration } from "../sources/duration";
+import { formatDuration } from "@/lib/sources/duration";
 import { ttlFloorFor, type SourceParts } from "./presets";
 
 export type Invariant = { id: string; ok: boolean; message: string };

@@ -28,12 +28,14 @@
  * A find shows within SETTLE_SECONDS + one interval + one run: under 3 minutes while it keeps up.
  * On a first run it starts DUPLICATE_AGES_KEPT_DAYS back and catches up over the following runs.
  */
-import type { Job } from "../jobs/registry";
-import { loadEnv } from "../config/env";
-import { withLease } from "../db/lease";
-import { query, type Queryable } from "../db/sql";
-import { DUPLICATE_AGES_KEPT_DAYS } from "../metrics/duplicate-ages";
-import { deleteOldDuplicateAges } from "../metrics/duplicate-age-history";
+import { z } from "zod";
+import type { Job } from "@/lib/jobs/registry";
+import { loadEnv } from "@/lib/config/env";
+import { withLease } from "@/lib/db/lease";
+import { query } from "@/lib/db/sql";
+import { DUPLICATE_AGES_KEPT_DAYS } from "@/lib/metrics/duplicate-ages";
+import { deleteOldDuplicateAges } from "@/lib/metrics/duplicate-age-history";
+import type { Db } from "@/lib/db/transaction";
 
 export const CURSOR_KEY = "late_duplicates";
 export const SETTLE_SECONDS = 60;
@@ -55,7 +57,8 @@ export type DetectOptions = {
   settleSeconds?: number;
   batchSize?: number;
   budgetMs?: number;
-  on?: Queryable;
+  /** Run on this connection or transaction, without taking the lease (the caller orders runs itself). */
+  db?: Db;
 };
 
 export type DetectOutcome = { scanned: number; found: number; markedReplay: number; deleted: number; batches: number };
@@ -143,17 +146,18 @@ SELECT count(*)::int AS n FROM del`;
 /** One bounded pass (see the header). Without the lease (another instance runs it) it does nothing. */
 export async function detectLateDuplicates(options: DetectOptions = {}): Promise<DetectOutcome & { skipped?: true }> {
   const run = async (lost?: AbortSignal): Promise<DetectOutcome> => {
-    const on = options.on;
+    const db = options.db;
     const batchSize = options.batchSize ?? BATCH_SIZE;
     const deadline = Date.now() + (options.budgetMs ?? BUDGET_MS);
     const start = options.start ?? new Date(Date.now() - DUPLICATE_AGES_KEPT_DAYS * 86400_000);
     const out: DetectOutcome = { scanned: 0, found: 0, markedReplay: 0, deleted: 0, batches: 0 };
     const stop = () => options.signal?.aborted || lost?.aborted || Date.now() >= deadline;
     for (;;) {
-      const [r] = await query<{ scanned: number; found: number; caught_up: boolean }>(
+      const [r] = await query(
+        z.object({ scanned: z.number(), found: z.number(), caught_up: z.boolean() }),
         BATCH_SQL,
         [options.cursorKey ?? CURSOR_KEY, options.settleSeconds ?? SETTLE_SECONDS, batchSize, start],
-        on,
+        db,
       );
       out.batches++;
       out.scanned += r.scanned;
@@ -161,14 +165,14 @@ export async function detectLateDuplicates(options: DetectOptions = {}): Promise
       if (r.caught_up || stop()) break;
     }
     if (!options.signal?.aborted) {
-      const marked = await query<{ n: number }>(`WITH u AS (${MARK_REPLAY_SQL} RETURNING 1) SELECT count(*)::int AS n FROM u`, [], on);
+      const marked = await query(z.object({ n: z.number() }), `WITH u AS (${MARK_REPLAY_SQL} RETURNING 1) SELECT count(*)::int AS n FROM u`, [], db);
       out.markedReplay = marked[0].n;
-      const [old] = await query<{ n: number }>(DELETE_OLD_SQL, [DUPLICATE_AGES_KEPT_DAYS, DELETE_BATCH], on);
-      out.deleted = old.n + (await deleteOldDuplicateAges(on));
+      const [old] = await query(z.object({ n: z.number() }), DELETE_OLD_SQL, [DUPLICATE_AGES_KEPT_DAYS, DELETE_BATCH], db);
+      out.deleted = old.n + (await deleteOldDuplicateAges(db));
     }
     return out;
   };
-  if (options.on) return run();
+  if (options.db) return run();
   // One lease per position: runs that share a position never overlap.
   const held = await withLease(options.cursorKey ?? CURSOR_KEY, LEASE_SECONDS, (lease) => run(lease.lost));
   return held.held ? held.value : { scanned: 0, found: 0, markedReplay: 0, deleted: 0, batches: 0, skipped: true };

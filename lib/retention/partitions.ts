@@ -15,12 +15,14 @@
  * (source, event_id) stays unique without a unique index.
  */
 import "server-only";
-import { recordAction } from "../audit/actions";
-import type { Principal } from "../auth/principal";
-import { KeywardError } from "../errors";
-import { query, type Queryable } from "../db/sql";
-import { forgetDedupMode, readDedupMode, type DedupMode } from "../claims/mode";
-import { loadEnv } from "../config/env";
+import { z } from "zod";
+import { recordAction } from "@/lib/audit/actions";
+import type { Principal } from "@/lib/auth/principal";
+import { KeywardError } from "@/lib/errors";
+import { query } from "@/lib/db/sql";
+import { forgetDedupMode, readDedupMode, type DedupMode } from "@/lib/claims/mode";
+import { loadEnv } from "@/lib/config/env";
+import type { Db } from "@/lib/db/transaction";
 
 /** Days of partitions created past the longest TTL. */
 export const DEDUP_DAYS_AHEAD = 3;
@@ -39,7 +41,8 @@ export type DedupPartition = {
 
 export type PartitionStatus = { mode: DedupMode; partitions: DedupPartition[] };
 
-type PartitionRow = { name: string; range_start: Date | null; range_end: Date | null; is_default: boolean; estimated_rows: number };
+const PartitionRow = z.object({ name: z.string(), range_start: z.date().nullable(), range_end: z.date().nullable(), is_default: z.boolean(), estimated_rows: z.number() });
+type PartitionRow = z.output<typeof PartitionRow>;
 
 const toPartition = (r: PartitionRow): DedupPartition => ({
   name: r.name,
@@ -50,10 +53,10 @@ const toPartition = (r: PartitionRow): DedupPartition => ({
 });
 
 /** The mode, and in partition mode every partition with its range, oldest first, DEFAULT last. */
-export async function partitionStatus(on?: Queryable): Promise<PartitionStatus> {
-  const mode = await readDedupMode(on);
+export async function partitionStatus(db?: Db): Promise<PartitionStatus> {
+  const mode = await readDedupMode(db);
   if (mode === "single") return { mode, partitions: [] };
-  const rows = await query<PartitionRow>("SELECT * FROM keyward_dedup_partitions()", [], on);
+  const rows = await query(PartitionRow, "SELECT * FROM keyward_dedup_partitions()", [], db);
   return { mode, partitions: rows.map(toPartition) };
 }
 
@@ -93,7 +96,7 @@ async function switchMode(
   const start = performance.now();
   let row: { partitions: number; rows_moved: number | string };
   try {
-    [row] = await query<{ partitions: number; rows_moved: number | string }>(how.sql, how.values);
+    [row] = await query(z.object({ partitions: z.number(), rows_moved: z.union([z.number(), z.string()]) }), how.sql, how.values);
   } catch (err) {
     if ((err as { code?: string }).code === WRONG_MODE) throw KeywardError.conflict(...how.wrongMode);
     throw err;
@@ -116,11 +119,11 @@ async function switchMode(
 
 /** Creates the missing daily partitions ahead (0 in single-table mode); returns how many it created. */
 export async function ensureDedupPartitions(
-  on?: Queryable,
+  db?: Db,
   daysAhead = DEDUP_DAYS_AHEAD,
   lockTimeoutMs = DROP_LOCK_TIMEOUT_MS,
 ): Promise<number> {
-  const [row] = await query<{ created: number }>("SELECT keyward_ensure_dedup_partitions($1, $2) AS created", [daysAhead, lockTimeoutMs], on);
+  const [row] = await query(z.object({ created: z.number() }), "SELECT keyward_ensure_dedup_partitions($1, $2) AS created", [daysAhead, lockTimeoutMs], db);
   return row.created;
 }
 
@@ -140,23 +143,24 @@ const LOCK_NOT_AVAILABLE = "55P03";
  * (a performance.now() time) has passed.
  */
 export async function dropExpiredDedupPartitions(
-  on?: Queryable,
+  db?: Db,
   options: { lockTimeoutMs?: number; stopAt?: number; onDrop?: (name: string, rows: number) => void } = {},
 ): Promise<DropResult> {
-  const candidates = await query<{ name: string }>(
+  const candidates = await query(
+    z.object({ name: z.string() }),
     "SELECT name FROM keyward_dedup_partitions() WHERE NOT is_default AND range_end <= now() ORDER BY range_end",
     [],
-    on,
+    db,
   );
   const result: DropResult = { dropped: [], rows: 0, busy: null };
   for (const { name } of candidates) {
     if (options.stopAt !== undefined && performance.now() >= options.stopAt) break;
     let rows: number | null;
     try {
-      [{ rows }] = await query<{ rows: number | null }>("SELECT keyward_drop_dedup_partition($1, $2) AS rows", [
+      [{ rows }] = await query(z.object({ rows: z.number().nullable() }), "SELECT keyward_drop_dedup_partition($1, $2) AS rows", [
         name,
         options.lockTimeoutMs ?? DROP_LOCK_TIMEOUT_MS,
-      ], on);
+      ], db);
     } catch (err) {
       if ((err as { code?: string }).code === LOCK_NOT_AVAILABLE) {
         result.busy = name;
@@ -187,7 +191,7 @@ export async function applyDedupModeSetting(): Promise<string | null> {
     return created > 0 ? `created ${created} daily dedup partition(s) ahead` : null;
   }
   if (wanted !== "partition") return null;
-  const [{ empty }] = await query<{ empty: boolean }>("SELECT NOT EXISTS (SELECT 1 FROM dedup_keys) AS empty");
+  const [{ empty }] = await query(z.object({ empty: z.boolean() }), "SELECT NOT EXISTS (SELECT 1 FROM dedup_keys) AS empty");
   if (!empty) {
     return "KEYWARD_DEDUP_MODE=partition: the dedup table already holds keys, so it was left in single-table mode; convert it with `keyward partitions enable`";
   }

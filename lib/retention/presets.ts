@@ -5,7 +5,8 @@
  * replays, then add queue lag, clock skew and replay margins. Retry figures move: check the sender's
  * current documentation, and edit the parts when yours differ.
  */
-import { parseDuration } from "../sources/duration";
+import { z } from "zod";
+import { parseDuration } from "@/lib/sources/duration";
 
 export type SourceParts = {
   retryWindowSeconds: number;
@@ -109,3 +110,18 @@ export function ttlFloorFor(retrySeconds: number): number {
   if (retrySeconds <= 7 * d) return 14 * d;
   return retrySeconds * 2; // beyond the table: at least double the window
 }
+
+const seconds = z.number().int().nonnegative();
+/** GET /presets: each preset with its parts and their sum. */
+export const presetListSchema = z.object({
+  presets: z.array(
+    z.object({
+      name: z.string(),
+      label: z.string(),
+      assumes: z.string(),
+      source: z.string(),
+      parts: z.object({ retryWindowSeconds: seconds, queueLagSeconds: seconds, clockSkewSeconds: seconds, replaySeconds: seconds }),
+      ttlSeconds: seconds,
+    }),
+  ),
+});

@@ -1,5 +1,6 @@
 /** Pruning's request schemas and answer types, shared by the routes, the CLI, the console and tests. */
 import { z } from "zod";
+import { instant } from "@/lib/http/fields";
 
 export const PRUNE_TRIGGERS = ["schedule", "cli", "api", "external"] as const;
 export type PruneTrigger = (typeof PRUNE_TRIGGERS)[number];
@@ -29,25 +30,32 @@ export const listPruneRunsQuery = z.strictObject({
 export type ListPruneRunsQuery = z.infer<typeof listPruneRunsQuery>;
 
 /** One row of prune_runs as the API answers it. */
-export type PruneRunRecord = {
-  id: string;
-  startedAt: string;
+export const pruneRunRecordSchema = z.object({
+  id: z.string(),
+  startedAt: instant,
   /** null while the run is going (or if its process died before it could finish the record). */
-  finishedAt: string | null;
-  mode: "batch" | "partition";
-  trigger: PruneTrigger;
-  actor: string | null;
-  batches: number;
-  rows: number;
-  partitionsDropped: number;
-  stopped: PruneStop | null;
-  error: string | null;
-  durationMs: number | null;
+  finishedAt: instant.nullable(),
+  mode: z.enum(["batch", "partition"]),
+  trigger: z.enum(PRUNE_TRIGGERS),
+  actor: z.string().nullable(),
+  batches: z.number().int().nonnegative(),
+  rows: z.number().int().nonnegative(),
+  partitionsDropped: z.number().int().nonnegative(),
+  stopped: z.enum(PRUNE_STOPS).nullable(),
+  error: z.string().nullable(),
+  durationMs: z.number().nonnegative().nullable(),
   /** rows ÷ (finishedAt − startedAt), pauses between batches included; null until finished. */
-  rowsPerSecond: number | null;
-};
+  rowsPerSecond: z.number().nonnegative().nullable(),
+});
+export type PruneRunRecord = z.infer<typeof pruneRunRecordSchema>;
 
-export type PruneOutcome = { run: PruneRunRecord } | { skipped: typeof PRUNE_SKIPPED };
+/** POST /api/v1/maintenance/prune (and …/external): the run's record, or why none ran. */
+export const pruneOutcomeSchema = z.union([z.object({ run: pruneRunRecordSchema }), z.object({ skipped: z.literal(PRUNE_SKIPPED) })]);
+export type PruneOutcome = z.infer<typeof pruneOutcomeSchema>;
+
+/** GET /api/v1/maintenance/prune: the most recent runs, newest first, and the dedup table's mode (lib/claims/mode.ts). */
+export const pruneRunsSchema = z.object({ runs: z.array(pruneRunRecordSchema), mode: z.enum(["single", "partition"]) });
+export type PruneRuns = z.infer<typeof pruneRunsSchema>;
 
 /** rows/s of a finished run, rounded; 0 rows → 0; a run too short to time → null. */
 export function rowsPerSecond(rows: number, durationMs: number | null): number | null {

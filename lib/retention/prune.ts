@@ -22,17 +22,16 @@
  * (lib/db/lease.ts, a row of job_leases renewed while it runs, lapsing PRUNE_LEASE_SECONDS after a dead
  * holder's last renewal); a run that cannot take it returns `{ skipped }` at once and is not recorded
  * (with several instances on one schedule that would be a row per instance per minute). No session
- * state is involved: it holds behind a transaction-mode pooler and on the embedded database. Every run
+ * state is involved: it holds behind a transaction-mode pooler. Every run
  * that takes the lease is one row of `prune_runs` (kept 30 days).
  */
 import "server-only";
-import type pg from "pg";
-import { loadEnv } from "../config/env";
-import { recordAction } from "../audit/actions";
-import { actorOf, type Principal } from "../auth/principal";
-import { pool, prisma } from "../db/client";
-import { withLease, type HeldLease } from "../db/lease";
-import { execute, query, type PreparedSql, type Queryable } from "../db/sql";
+import { z } from "zod";
+import { loadEnv } from "@/lib/config/env";
+import { recordAction } from "@/lib/audit/actions";
+import { actorOf, type Principal } from "@/lib/auth/principal";
+import { withLease, type HeldLease } from "@/lib/db/lease";
+import { execute, query, type PreparedSql } from "@/lib/db/sql";
 import {
   PRUNE_SKIPPED,
   rowsPerSecond,
@@ -42,8 +41,10 @@ import {
   type PruneStop,
   type PruneTrigger,
 } from "./prune-schema";
-import { readDedupMode } from "../claims/mode";
+import { readDedupMode } from "@/lib/claims/mode";
+import { countPrunedKeys } from "@/lib/metrics/ops-counters";
 import { dropExpiredDedupPartitions, ensureDedupPartitions } from "./partitions";
+import { database, type Db } from "@/lib/db/transaction";
 
 /**
  * One batch. The inner SELECT walks the `expires_at` index oldest first and locks up to $1 expired rows,
@@ -93,8 +94,6 @@ export type PruneOptions = {
   signal?: AbortSignal;
   /** Called after every batch that deleted something, with how many keys it deleted. */
   onBatch?: (deleted: number) => void;
-  /** The pool to run on (default the shared one). */
-  on?: pg.Pool;
 };
 
 /**
@@ -102,17 +101,17 @@ export type PruneOptions = {
  * this or any other process) holds the lease. A run that fails is recorded (`stopped: "error"`) and its
  * error is thrown.
  */
-export async function pruneExpiredKeys(options: PruneOptions): Promise<PruneOutcome> {
-  const on = options.on ?? pool();
-  const held = await withLease(PRUNE_LEASE, PRUNE_LEASE_SECONDS, (lease) => runBatches(on, options, lease), { on });
+export async function pruneExpiredKeys(options: PruneOptions, db: Db = database()): Promise<PruneOutcome> {
+  const held = await withLease(PRUNE_LEASE, PRUNE_LEASE_SECONDS, (lease) => runBatches(db, options, lease), { db });
   return held.held ? { run: held.value } : { skipped: PRUNE_SKIPPED };
 }
 
-async function runBatches(client: Queryable, options: PruneOptions, lease: HeldLease): Promise<PruneRunRecord> {
+async function runBatches(client: Db, options: PruneOptions, lease: HeldLease): Promise<PruneRunRecord> {
   const env = loadEnv();
   const budgetMs = options.budgetMs ?? env.KEYWARD_PRUNE_BUDGET_MS;
   const mode = await readDedupMode(client);
-  const [{ id }] = await query<{ id: number }>(
+  const [{ id }] = await query(
+    z.object({ id: z.number() }),
     `WITH run AS (INSERT INTO prune_runs (mode, trigger, actor) VALUES ($3, $1, $2) RETURNING id)
      SELECT id, ${ASYNC_COMMIT} FROM run`,
     [options.trigger, options.actor ?? null, mode === "partition" ? "partition" : "batch"],
@@ -145,6 +144,7 @@ async function runBatches(client: Queryable, options: PruneOptions, lease: HeldL
     failure = err;
   }
   const error = failure === undefined ? null : (failure as Error).message ?? String(failure);
+  countPrunedKeys(tally.rows);
   const finished = await finishRun(id, { ...tally, stopped: stopped!, error }, client).catch((err: unknown) => {
     if (failure === undefined) throw err;
     return undefined; // the database is unreachable: the run's own error is the one to report
@@ -159,7 +159,7 @@ async function runBatches(client: Queryable, options: PruneOptions, lease: HeldL
  * error before its next batch.
  */
 async function batchLoop(
-  client: Queryable,
+  client: Db,
   statement: PreparedSql,
   options: PruneOptions,
   lease: HeldLease,
@@ -185,19 +185,20 @@ async function batchLoop(
   }
 }
 
-type RunRow = {
-  id: number | bigint;
-  startedAt: Date;
-  finishedAt: Date | null;
-  mode: string;
-  trigger: string;
-  actor: string | null;
-  batches: number;
-  rows: number | bigint;
-  partitionsDropped: number;
-  stopped: string | null;
-  error: string | null;
-};
+const RunRow = z.object({
+  id: z.union([z.number(), z.bigint()]),
+  startedAt: z.date(),
+  finishedAt: z.date().nullable(),
+  mode: z.string(),
+  trigger: z.string(),
+  actor: z.string().nullable(),
+  batches: z.number(),
+  rows: z.union([z.number(), z.bigint()]),
+  partitionsDropped: z.number(),
+  stopped: z.string().nullable(),
+  error: z.string().nullable(),
+});
+type RunRow = z.output<typeof RunRow>;
 
 /**
  * The run's own record is bookkeeping: its two writes commit without waiting for the disk flush
@@ -213,16 +214,17 @@ const RUN_COLUMNS = `id, started_at AS "startedAt", finished_at AS "finishedAt",
 async function finishRun(
   id: number,
   r: { batches: number; rows: number; partitionsDropped: number; stopped: PruneStop; error: string | null },
-  on: Queryable,
+  db: Db,
 ): Promise<PruneRunRecord> {
-  const [row] = await query<RunRow>(
+  const [row] = await query(
+    RunRow,
     `WITH expired_runs AS (DELETE FROM prune_runs WHERE started_at < now() - make_interval(days => $6)),
      run AS (UPDATE prune_runs SET finished_at = clock_timestamp(), batches = $2, rows = $3, stopped = $4, error = $5,
                                    partitions_dropped = $7
              WHERE id = $1 RETURNING ${RUN_COLUMNS})
      SELECT run.*, ${ASYNC_COMMIT} FROM run`,
     [id, r.batches, r.rows, r.stopped, r.error, PRUNE_RUNS_KEPT_DAYS, r.partitionsDropped],
-    on,
+    db,
   );
   return toRunRecord(row);
 }
@@ -261,8 +263,8 @@ function pause(ms: number, signal?: AbortSignal): Promise<void> {
 }
 
 /** The most recent runs, newest first (the started_at index). */
-export async function listPruneRuns(limit: number): Promise<PruneRunRecord[]> {
-  const rows = await prisma().pruneRun.findMany({ orderBy: [{ startedAt: "desc" }, { id: "desc" }], take: limit });
+export async function listPruneRuns(limit: number, db: Db = database()): Promise<PruneRunRecord[]> {
+  const rows = await db.prisma.pruneRun.findMany({ orderBy: [{ startedAt: "desc" }, { id: "desc" }], take: limit });
   return rows.map(toRunRecord);
 }
 

@@ -9,17 +9,20 @@
  */
 import "server-only";
 import os from "node:os";
-import { loadEnv } from "../config/env";
-import type { Job } from "../jobs/registry";
+import { loadEnv } from "@/lib/config/env";
+import { DEFAULT_WEDGED_AFTER_MS, type Job } from "@/lib/jobs/registry";
 import { pruneExpiredKeys } from "./prune";
-import { pruneSettledDeadLetters } from "../deadletters/prune";
+import { pruneSettledDeadLetters } from "@/lib/deadletters/prune";
 
 export function pruningJob(log: (msg: string) => void): Job {
-  const everyMs = loadEnv().KEYWARD_PRUNE_INTERVAL_SECONDS * 1000;
+  const env = loadEnv();
+  const everyMs = env.KEYWARD_PRUNE_INTERVAL_SECONDS * 1000;
   const actor = `schedule@${os.hostname()}`;
   return {
     name: "pruning",
     everyMs,
+    // A run stops at its budget, then the dead letters' bounded pass: wedged only well past both.
+    wedgedAfterMs: env.KEYWARD_PRUNE_BUDGET_MS + DEFAULT_WEDGED_AFTER_MS,
     async run(signal) {
       try {
         const r = await pruneExpiredKeys({ trigger: "schedule", actor, signal });

@@ -3,12 +3,10 @@
  * projected size — computed by the same code that checks a saved source (applySourceUpdate, checkTtl,
  * reportOf), without saving anything or recording an action. The console calls it while an admin types.
  */
-import { loadEnv } from "../config/env";
-import { claimRates, sizeBasis } from "../metrics/projection";
-import { applySourceUpdate, checkTtl, ttlOf, type SourceChange } from "./schema";
-import { getSource, reportOf, type SourceReport } from "./sources";
-
-export type SourcePreview = { current: SourceReport; preview: SourceReport };
+import { loadEnv } from "@/lib/config/env";
+import { claimRates, sizeBasis } from "@/lib/metrics/projection";
+import { applySourceUpdate, checkTtl, ttlOf, type SourceChange, type SourcePreview } from "./schema";
+import { getSource, reportOf } from "./sources";
 
 /** The source as it is and as `change` (a parsed PATCH body) would leave it. Refuses what PATCH refuses (422). */
 export async function previewSourceUpdate(name: string, change: SourceChange): Promise<SourcePreview> {

@@ -1,10 +1,10 @@
 /** Source (sender) schemas: TTL = retry window + queue lag + clock skew + replay margin, finite. */
 import { z } from "zod";
-import { sourceName } from "../claims/schema";
-import { invalidRequest } from "../http/validate";
-import { unstorableReason } from "../http/fields";
-import { amqpUrlProblem, isAmqpUrl } from "../amqp/url";
-import { findPreset, PRESETS } from "../retention/presets";
+import { sourceName } from "@/lib/claims/schema";
+import { invalidRequest } from "@/lib/http/validate";
+import { instant, unstorableReason, type WithDates } from "@/lib/http/fields";
+import { brokerUrlProblem, isBrokerUrl } from "@/lib/inlets/service-url";
+import { findPreset, PRESETS } from "@/lib/retention/presets";
 
 export const MAX_TTL_SECONDS = 90 * 86400;
 
@@ -33,7 +33,7 @@ export const deadLetterRetention = z
 
 /** An http(s) replay destination: without credentials (the signature authenticates the request). */
 const httpDestination = z
-  .url({ protocol: /^https?$/, error: "replayDestination must be an http://, https://, amqp:// or amqps:// URL" })
+  .url({ protocol: /^https?$/, error: "replayDestination must be an http://, https://, amqp(s)://, bullmq(s):// or nats:// URL" })
   .max(2048, "replayDestination must be at most 2048 characters")
   // A URL parser accepts a raw NUL or lone surrogate in the path (it would percent-encode it); the text
   // is stored as sent, so it must be text PostgreSQL can store.
@@ -47,14 +47,15 @@ const httpDestination = z
 
 /**
  * Where replays of the source's dead letters are sent, or null to clear it: an http(s) URL they are
- * POSTed to, or an amqp(s) URL they are published to (lib/replay/amqp-publish.ts), whose credentials are
+ * POSTed to, or a broker's URL they are published to (amqp(s): lib/replay/amqp-publish.ts; bullmq(s):
+ * bullmq-publish.ts; nats: nats-publish.ts), whose credentials are
  * stored encrypted and shown masked (lib/sources/replay-destination.ts).
  */
 export const replayDestination = z
   .string({ error: "replayDestination must be a URL" })
   .superRefine((u, ctx) => {
-    if (isAmqpUrl(u)) {
-      const problem = amqpUrlProblem(u);
+    if (isBrokerUrl(u)) {
+      const problem = brokerUrlProblem(u);
       if (problem) ctx.addIssue({ code: "custom", message: `replayDestination ${problem}` });
       return;
     }
@@ -62,6 +63,12 @@ export const replayDestination = z
     if (!r.success) for (const issue of r.error.issues) ctx.addIssue({ code: "custom", message: issue.message });
   })
   .nullable();
+
+/**
+ * Whether `complete` may save a result with this source's keys, answered to their duplicates (README "Saved
+ * results"). Off unless turned on.
+ */
+export const saveResults = z.boolean({ error: "saveResults must be true or false" });
 
 const withinMaxTtl = <T extends z.infer<typeof sourceParts>>(s: z.ZodType<T>) =>
   s.refine((v) => ttlOf(v) <= MAX_TTL_SECONDS, {
@@ -83,6 +90,7 @@ export const createSourceRequest = withinMaxTtl(
       clockSkewSeconds: sourceParts.shape.clockSkewSeconds.optional(),
       replaySeconds: sourceParts.shape.replaySeconds.optional(),
       deadLetterRetentionSeconds: deadLetterRetention.optional(),
+      saveResults: saveResults.optional(),
     })
     .transform((v, ctx) => {
       const preset = v.preset ? findPreset(v.preset) : undefined;
@@ -98,6 +106,7 @@ export const createSourceRequest = withinMaxTtl(
         ...full,
         preset: matchesPreset ? preset.name : null,
         deadLetterRetentionSeconds: v.deadLetterRetentionSeconds ?? null,
+        saveResults: v.saveResults ?? false,
       };
     }),
 );
@@ -115,10 +124,11 @@ export const updateSourceRequest = z
     replaySeconds: sourceParts.shape.replaySeconds.optional(),
     deadLetterRetentionSeconds: deadLetterRetention.optional(),
     replayDestination: replayDestination.optional(),
+    saveResults: saveResults.optional(),
   })
   .refine(
     (v) => Object.keys(v).length > 0,
-    "send at least one of preset, the four parts, deadLetterRetentionSeconds, replayDestination",
+    "send at least one of preset, the four parts, deadLetterRetentionSeconds, replayDestination, saveResults",
   );
 export type UpdateSourceRequest = z.input<typeof updateSourceRequest>;
 export type SourceChange = z.output<typeof updateSourceRequest>;
@@ -155,17 +165,60 @@ export function ttlOf(p: z.infer<typeof sourceParts>): number {
   return p.retryWindowSeconds + p.queueLagSeconds + p.clockSkewSeconds + p.replaySeconds;
 }
 
-export type SourceInfo = z.infer<typeof sourceParts> & {
-  name: string;
-  ttlSeconds: number;
-  preset: string | null;
-  deadLetterRetentionSeconds: number | null;
+/** A source's settings as create and update answer them (times as ISO text). */
+export const sourceInfoSchema = z.object({
+  ...sourceParts.shape,
+  name: z.string(),
+  ttlSeconds: z.number().int().nonnegative(),
+  preset: z.string().nullable(),
+  deadLetterRetentionSeconds: z.number().int().positive().nullable(),
   /** Where replays are delivered (an http(s) URL, or an amqp(s) URL with its password masked), or null. */
-  replayDestination: string | null;
+  replayDestination: z.string().nullable(),
   /** When the signing secret was last generated; the secret itself is never returned after its creation. */
-  signingSecretSetAt: Date | null;
+  signingSecretSetAt: instant.nullable(),
   /** Until when the secret before the last rotation also signs replays (null: no grace period was given). */
-  signingSecretGraceUntil: Date | null;
-  createdAt: Date;
-  updatedAt: Date;
-};
+  signingSecretGraceUntil: instant.nullable(),
+  /** Whether `complete` may save a result with the source's keys. */
+  saveResults: z.boolean(),
+  createdAt: instant,
+  updatedAt: instant,
+});
+type SourceTimes = "signingSecretSetAt" | "signingSecretGraceUntil" | "createdAt" | "updatedAt";
+/** A source as the server holds it: the answer's shape, its times as Dates. */
+export type SourceInfo = WithDates<z.infer<typeof sourceInfoSchema>, SourceTimes>;
+
+/** One invariant check on a source's retention (lib/retention/invariants.ts). */
+export const invariantSchema = z.object({ id: z.string(), ok: z.boolean(), message: z.string() });
+
+/** A source as GET /api/v1/sources answers it: its settings, invariant checks and projected size. */
+export const sourceReportSchema = sourceInfoSchema.extend({
+  auditRetentionSeconds: z.number().int().nonnegative(),
+  invariants: z.array(invariantSchema),
+  projection: z.object({
+    /** Claims per second over the last hour. */
+    claimRate: z.number().nonnegative(),
+    /** Steady-state live keys: claim rate × TTL. */
+    keys: z.number().nonnegative(),
+    bytesPerKey: z.number().nonnegative(),
+    bytesPerKeyMeasured: z.boolean(),
+    bytes: z.number().nonnegative(),
+  }),
+});
+export type SourceReport = WithDates<z.infer<typeof sourceReportSchema>, SourceTimes>;
+export const sourceListSchema = z.object({ sources: z.array(sourceReportSchema) });
+export type SourceList = z.infer<typeof sourceListSchema>;
+
+/** GET /api/v1/source-names: every source's name, by name (a picker's options; 6,000 names are ~107 KB where the full list is ~5 MB). */
+export const sourceNamesSchema = z.object({ names: z.array(z.string()) });
+
+/** POST /api/v1/sources/{name}/preview: the source as it is and as the change would leave it. */
+export const sourcePreviewSchema = z.object({ current: sourceReportSchema, preview: sourceReportSchema });
+export type SourcePreview = { current: SourceReport; preview: SourceReport };
+
+/** POST /api/v1/sources/{name}/extend: the live keys moved to the source's current TTL. */
+export const extendedKeysSchema = z.object({ source: z.string(), ttlSeconds: z.number().int().nonnegative(), extended: z.number().int().nonnegative() });
+export type ExtendedKeys = z.infer<typeof extendedKeysSchema>;
+
+/** POST /api/v1/sources/{name}/signing-secret: the new secret (shown only here) and until when the previous one still signs. */
+export const rotatedSecretSchema = z.object({ secret: z.string().startsWith("whsec_"), setAt: instant, graceUntil: instant.nullable() });
+export type RotatedSecret = z.infer<typeof rotatedSecretSchema>;

@@ -19,13 +19,15 @@
 import "server-only";
 import { createCipheriv, createDecipheriv, hkdfSync, randomBytes } from "node:crypto";
 import { z } from "zod";
-import { KeywardError } from "../errors";
-import { loadEnv } from "../config/env";
-import { database, withTransaction, type Db } from "../db/transaction";
-import { recordAction } from "../audit/actions";
-import { authSecret } from "../auth/auth";
-import type { Principal } from "../auth/principal";
-import { isAmqpUrl } from "../amqp/url";
+import { KeywardError } from "@/lib/errors";
+import { loadEnv } from "@/lib/config/env";
+import { query } from "@/lib/db/sql";
+import { database, withTransaction, type Db } from "@/lib/db/transaction";
+import { recordAction } from "@/lib/audit/actions";
+import { authSecret } from "@/lib/auth/auth";
+import type { Principal } from "@/lib/auth/principal";
+import { isBrokerUrl } from "@/lib/inlets/service-url";
+import type { RotatedSecret } from "./schema";
 
 const FORMAT = "v1";
 
@@ -79,14 +81,15 @@ export async function rotateSigningSecret(
   actor: Principal,
   request: RotateSigningSecretRequest = {},
   db: Db = database(),
-): Promise<{ secret: string; setAt: string; graceUntil: string | null }> {
+): Promise<RotatedSecret> {
   const graceSeconds = request.graceSeconds ?? loadEnv().KEYWARD_SIGNING_SECRET_GRACE_SECONDS;
   const secret = generateSigningSecret();
   const enc = encryptSecret(secret, await authSecret());
   return withTransaction(
     async (tx) => {
       // Raw SQL: reads the old secret under FOR UPDATE and writes the new one by the database clock, in one statement.
-      const [row] = await tx.query<{ set_at: Date; had: boolean; grace_until: Date | null }>(
+      const [row] = await query(
+        z.object({ set_at: z.date(), had: z.boolean(), grace_until: z.date().nullable() }),
         `UPDATE sources s SET signing_secret_enc = $1, signing_secret_set_at = now(), updated_at = now(),
                 signing_secret_prev_enc = CASE WHEN $2::int > 0 THEN old.enc END,
                 signing_secret_grace_until = CASE WHEN $2::int > 0 AND old.enc IS NOT NULL
@@ -95,6 +98,7 @@ export async function rotateSigningSecret(
          WHERE s.name = old.name
          RETURNING s.signing_secret_set_at AS set_at, old.had, s.signing_secret_grace_until AS grace_until`,
         [enc, graceSeconds, name],
+        tx,
       );
       if (!row) throw KeywardError.notFound("source_not_found", `no source named "${name}"`);
       await recordAction(
@@ -122,20 +126,16 @@ export async function rotateSigningSecret(
 export async function replayTarget(
   name: string,
   db: Db = database(),
-): Promise<{ url: string; amqpUrl?: string; secret: string; secrets: string[]; graceUntil: Date | null }> {
+): Promise<{ url: string; brokerUrl?: string; secret: string; secrets: string[]; graceUntil: Date | null }> {
   // Raw SQL: the grace period is judged by the database clock.
-  const [s] = await db.query<{
-    replay_destination: string | null;
-    replay_destination_enc: string | null;
-    signing_secret_enc: string | null;
-    prev_enc: string | null;
-    grace_until: Date | null;
-  }>(
+  const [s] = await query(
+    z.object({ replay_destination: z.string().nullable(), replay_destination_enc: z.string().nullable(), signing_secret_enc: z.string().nullable(), prev_enc: z.string().nullable(), grace_until: z.date().nullable() }),
     `SELECT replay_destination, replay_destination_enc, signing_secret_enc,
             CASE WHEN signing_secret_grace_until > now() THEN signing_secret_prev_enc END AS prev_enc,
             CASE WHEN signing_secret_grace_until > now() THEN signing_secret_grace_until END AS grace_until
      FROM sources WHERE name = $1`,
     [name],
+    db,
   );
   if (!s) throw KeywardError.notFound("source_not_found", `no source named "${name}"`);
   if (!s.replay_destination) {
@@ -152,24 +152,24 @@ export async function replayTarget(
       `the signing secret of "${name}" cannot be decrypted (the auth secret changed?): generate a new one`,
     );
   }
-  // An amqp(s) destination: `url` is what the progress shows (password masked), `amqpUrl` what is published to.
+  // A broker destination: `url` is what the progress shows (password masked), `brokerUrl` what is published to.
   // (Kept whole and encrypted by lib/sources/replay-destination.ts; one without credentials needs nothing decrypted.)
-  const amqpUrl = !isAmqpUrl(s.replay_destination)
+  const brokerUrl = !isBrokerUrl(s.replay_destination)
     ? undefined
     : s.replay_destination_enc === null
       ? s.replay_destination
       : decryptSecret(s.replay_destination_enc, key);
-  if (amqpUrl === null) {
+  if (brokerUrl === null) {
     throw KeywardError.conflict(
       "replay_destination_unreadable",
-      `the AMQP replay destination of "${name}" cannot be decrypted (the auth secret changed?): set it again`,
+      `the replay destination of "${name}" cannot be decrypted (the auth secret changed?): set it again`,
     );
   }
   // An unreadable previous secret only loses the overlap; the current one still signs.
   const previous = s.prev_enc ? decryptSecret(s.prev_enc, key) : null;
   return {
     url: s.replay_destination,
-    ...(amqpUrl !== undefined ? { amqpUrl } : {}),
+    ...(brokerUrl !== undefined ? { brokerUrl } : {}),
     secret,
     secrets: previous ? [secret, previous] : [secret],
     graceUntil: previous ? s.grace_until : null,

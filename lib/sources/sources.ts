@@ -4,16 +4,18 @@
  * four parts (a CHECK enforces it too). Every change is recorded in the operator action log.
  */
 import "server-only";
-import { KeywardError } from "../errors";
-import { isUniqueViolation } from "../db/errors";
-import { database, withTransaction, type Db } from "../db/transaction";
-import { loadEnv } from "../config/env";
-import { recordAction } from "../audit/actions";
-import type { Principal } from "../auth/principal";
-import { checkInvariants, type Invariant } from "../retention/invariants";
-import { applySourceUpdate, checkTtl, ttlOf, type NewSource, type SourceChange, type SourceInfo } from "./schema";
+import { z } from "zod";
+import { query } from "@/lib/db/sql";
+import { KeywardError } from "@/lib/errors";
+import { isUniqueViolation } from "@/lib/db/errors";
+import { database, withTransaction, type Db } from "@/lib/db/transaction";
+import { loadEnv } from "@/lib/config/env";
+import { recordAction } from "@/lib/audit/actions";
+import type { Principal } from "@/lib/auth/principal";
+import { checkInvariants } from "@/lib/retention/invariants";
+import { applySourceUpdate, checkTtl, ttlOf, type ExtendedKeys, type NewSource, type SourceChange, type SourceInfo, type SourceReport } from "./schema";
 import { destinationColumns } from "./replay-destination";
-import { claimRates, projectSize, sizeBasis, type SizeBasis } from "../metrics/projection";
+import { claimRates, projectSize, sizeBasis, type SizeBasis } from "@/lib/metrics/projection";
 
 /** Creates a source; recorded as `source.create` in the operator action log. */
 export async function createSource(s: NewSource, actor: Principal, db: Db = database()): Promise<SourceInfo> {
@@ -47,6 +49,11 @@ export async function listSources(db: Db = database()): Promise<SourceInfo[]> {
   return db.prisma.source.findMany({ orderBy: { name: "asc" }, omit: OMIT_SECRET });
 }
 
+/** Every source's name, by name: what a picker lists (one index-only read, no report). */
+export async function sourceNames(db: Db = database()): Promise<string[]> {
+  return (await db.prisma.source.findMany({ select: { name: true }, orderBy: { name: "asc" } })).map((s) => s.name);
+}
+
 /** One source by its (parsed) name; 404 when there is none. */
 export async function getSource(name: string, db: Db = database()): Promise<SourceInfo> {
   const s = await db.prisma.source.findUnique({ where: { name }, omit: OMIT_SECRET });
@@ -61,10 +68,11 @@ const snapshot = (s: SourceInfo) => ({
   ttlSeconds: s.ttlSeconds,
   deadLetterRetentionSeconds: s.deadLetterRetentionSeconds,
   replayDestination: s.replayDestination,
+  saveResults: s.saveResults,
 });
 
 /**
- * Changes a source's parts, preset, dead-letter retention or replay destination. The new TTL applies to claims from now on;
+ * Changes a source's parts, preset, dead-letter retention, replay destination or saved results. The new TTL applies to claims from now on;
  * live keys keep their expiry (extend them explicitly with extendLiveKeys). Recorded with before/after.
  */
 export async function updateSource(name: string, change: SourceChange, actor: Principal, db: Db = database()): Promise<SourceInfo> {
@@ -73,7 +81,7 @@ export async function updateSource(name: string, change: SourceChange, actor: Pr
   return withTransaction(
     async (tx) => {
       // Raw SQL: Prisma has no SELECT … FOR UPDATE; the lock makes two concurrent changes apply one after the other.
-      const [locked] = await tx.query<{ name: string }>("SELECT name FROM sources WHERE name = $1 FOR UPDATE", [name]);
+      const [locked] = await query(z.object({ name: z.string() }), "SELECT name FROM sources WHERE name = $1 FOR UPDATE", [name], tx);
       if (!locked) throw KeywardError.notFound("source_not_found", `no source named "${name}"`);
       const before = (await tx.prisma.source.findUnique({ where: { name }, omit: OMIT_SECRET }))!;
       const merged = applySourceUpdate(before, change);
@@ -84,6 +92,7 @@ export async function updateSource(name: string, change: SourceChange, actor: Pr
           ...merged,
           ttlSeconds: ttlOf(merged),
           ...(change.deadLetterRetentionSeconds !== undefined ? { deadLetterRetentionSeconds: change.deadLetterRetentionSeconds } : {}),
+          ...(change.saveResults !== undefined ? { saveResults: change.saveResults } : {}),
           ...destination,
           updatedAt: new Date(),
         },
@@ -111,12 +120,13 @@ export async function extendLiveKeys(
   name: string,
   actor: Principal,
   db: Db = database(),
-): Promise<{ source: string; ttlSeconds: number; extended: number }> {
+): Promise<ExtendedKeys> {
   const source = await getSource(name, db);
   let extended = 0;
   for (;;) {
     // Raw SQL: batches by (tableoid, ctid) with SKIP LOCKED, which Prisma cannot express.
-    const rows = await db.query<{ n: number }>(
+    const rows = await query(
+      z.object({ n: z.number() }),
       // A ctid names a row only within one table: in partition mode each partition has its own, so
       // the batch is identified by (tableoid, ctid). A new expiry may move a row to another day's partition.
       `WITH batch AS (
@@ -130,6 +140,7 @@ export async function extendLiveKeys(
          RETURNING 1)
        SELECT count(*)::int AS n FROM upd`,
       [source.name, source.ttlSeconds, EXTEND_BATCH],
+      db,
     );
     extended += rows[0].n;
     if (rows[0].n === 0) break;
@@ -147,21 +158,8 @@ export async function extendLiveKeys(
   return { source: source.name, ttlSeconds: source.ttlSeconds, extended };
 }
 
-export { DEFAULT_BYTES_PER_KEY } from "../metrics/projection";
-
-export type SourceReport = SourceInfo & {
-  auditRetentionSeconds: number;
-  invariants: Invariant[];
-  projection: {
-    /** Claims per second over the last hour. */
-    claimRate: number;
-    /** Steady-state live keys: claim rate × TTL. */
-    keys: number;
-    bytesPerKey: number;
-    bytesPerKeyMeasured: boolean;
-    bytes: number;
-  };
-};
+export { DEFAULT_BYTES_PER_KEY } from "@/lib/metrics/projection";
+export type { SourceReport } from "./schema";
 
 /**
  * A source's report (invariant checks and projected size) from its settings: the one function that

@@ -1,8 +1,8 @@
 /** The operator action log's listing: newest first, keyset pages that neither skip nor repeat, bad cursors are 422. */
 import { describe, expect, it } from "vitest";
-import { listActions, listActionsQuery, recordAction } from "../../lib/audit/actions";
-import { parseInput } from "../../lib/http/validate";
-import { uniq } from "../setup/db";
+import { listActions, listActionsQuery, recordAction } from "@/lib/audit/actions";
+import { parseInput } from "@/lib/http/validate";
+import { uniq } from "@/test/setup/db";
 
 describe("listActions", () => {
   it("pages through one actor's actions newest first, each exactly once", async () => {

@@ -5,7 +5,7 @@
  * nothing. The streamed export over HTTP is tested in search.test.ts.
  */
 import { describe, expect, it } from "vitest";
-import { csvCell, csvText } from "../../lib/audit/export";
+import { csvCell, csvText } from "@/lib/audit/export";
 
 /** What a spreadsheet that splits a line on `sep` and ignores quotes would see as cells. */
 const naiveCells = (csv: string, sep: string) => csv.split(/\r?\n|\r/).flatMap((line) => line.split(sep));

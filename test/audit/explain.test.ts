@@ -1,11 +1,11 @@
 /** The pure parts of the audit search: explaining an event from its key and timeline, range defaults, LIKE escaping, CSV cells. */
 import { describe, expect, it } from "vitest";
-import { explainEvent } from "../../lib/audit/explain";
-import { csvCell } from "../../lib/audit/export";
-import { likePrefix, resolveRange } from "../../lib/audit/search";
-import { auditSearchQuery, type AuditRow, type KeyRow } from "../../lib/audit/schema";
-import { KeywardError } from "../../lib/errors";
-import { encodeCursor } from "../../lib/pagination";
+import { explainEvent, lateClaims } from "@/lib/audit/explain";
+import { csvCell } from "@/lib/audit/export";
+import { likePrefix, resolveRange } from "@/lib/audit/search";
+import { auditSearchQuery, type AuditRow, type KeyRow } from "@/lib/audit/schema";
+import { KeywardError } from "@/lib/errors";
+import { encodeCursor } from "@/lib/pagination";
 
 const NOW = new Date("2026-12-02T12:00:00.000Z");
 const key = (row: KeyRow | null) => ({ source: "stripe", eventId: "evt_1", row });
@@ -19,6 +19,53 @@ const audit = (kind: string, at: string, detail: Record<string, unknown> | null 
   kind,
   actor: "apikey:billing",
   detail,
+});
+
+describe("processed twice (issue 23 §4)", () => {
+  it("a claim after the key expired is a late duplicate: the headline says twice, both times, and the fact counts", () => {
+    const first = audit("claimed", "2026-12-01T00:15:00Z", { expiresAt: "2026-12-01T08:15:00Z" });
+    const again = audit("reclaimed_after_expiry", "2026-12-01T13:10:56Z", { expiresAt: "2026-12-01T21:10:56Z" });
+    const e = explainEvent(
+      key({ eventType: "invoice.paid", status: "done", receivedAt: again.at, expiresAt: "2026-12-02T21:10:56.000Z", leaseExpiresAt: null, duplicateCount: 0, lastDuplicateAt: null }),
+      [first, again],
+      NOW,
+    );
+    expect(e.headline).toBe(
+      "Processed twice: at 2026-12-01T00:15:00.000Z, and again at 2026-12-01T13:10:56.000Z after its key had expired (a late duplicate).",
+    );
+    expect(e.timesProcessed).toBe(2);
+    expect(e.lateClaims).toEqual([
+      { firstClaimAt: "2026-12-01T00:15:00.000Z", lateClaimAt: "2026-12-01T13:10:56.000Z", gapSeconds: 46556, keyThen: "unpruned", viaReplay: false, auditId: again.id },
+    ]);
+    expect([e.keyState, e.processed]).toEqual(["alive", true]);
+  });
+
+  it("the late-duplicate rule of the advisor's job: a release in between, or a lease takeover, is not one; a replay is marked", () => {
+    expect(lateClaims([audit("claimed", "2026-12-01T00:00:00Z"), audit("released", "2026-12-01T00:01:00Z"), audit("claimed", "2026-12-01T00:02:00Z")])).toEqual([]);
+    expect(lateClaims([audit("claimed", "2026-12-01T00:00:00Z"), audit("lease_takeover", "2026-12-01T00:10:00Z")])).toEqual([]);
+    const three = lateClaims([
+      audit("claimed", "2026-12-01T00:00:00Z"),
+      audit("claimed", "2026-12-01T10:00:00Z"),
+      audit("replayed", "2026-12-01T10:00:01Z", { outcome: "delivered", forced: true }),
+      audit("reclaimed_after_expiry", "2026-12-02T10:00:00Z"),
+    ]);
+    expect(three.map((l) => [l.firstClaimAt, l.keyThen, l.viaReplay])).toEqual([
+      ["2026-12-01T00:00:00.000Z", "pruned", true],
+      ["2026-12-01T10:00:00.000Z", "unpruned", false],
+    ]);
+    const e = explainEvent(key(null), [audit("claimed", "2026-12-01T00:00:00Z"), audit("claimed", "2026-12-01T10:00:00Z"), audit("claimed", "2026-12-01T11:00:00Z")], NOW);
+    expect(e.timesProcessed).toBe(3);
+    expect(e.headline).toMatch(/^Processed three times: at 2026-12-01T00:00:00.000Z, and again at 2026-12-01T10:00:00.000Z, at 2026-12-01T11:00:00.000Z after/);
+  });
+
+  it("in the story (dead-letter and replay rows), the late claim reads 'processed again'", () => {
+    const e = explainEvent(
+      key(null),
+      [audit("claimed", "2026-12-01T00:00:00Z"), audit("dead_lettered", "2026-12-01T00:01:00Z"), audit("claimed", "2026-12-01T10:00:00Z")],
+      NOW,
+    );
+    expect(e.headline).toContain("processed again (its key had expired) at 2026-12-01T10:00:00.000Z");
+  });
 });
 
 describe("explainEvent headline (the whole story)", () => {

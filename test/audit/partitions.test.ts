@@ -1,7 +1,7 @@
 /** The audit history's monthly partitions: created ahead, and a month's rows leave the DEFAULT partition. */
 import { describe, expect, it } from "vitest";
-import { ensureAuditPartitions } from "../../lib/audit/partitions";
-import { sql, uniq } from "../setup/db";
+import { ensureAuditPartitions } from "@/lib/audit/partitions";
+import { sql, uniq } from "@/test/setup/db";
 
 const partitionOf = async (eventId: string) =>
   (await sql<{ part: string }>("SELECT tableoid::regclass::text AS part FROM audit_events WHERE event_id = $1", [eventId]))[0]?.part;
@@ -57,7 +57,7 @@ describe("the audit history is append-only", () => {
 
 describe("dropExpiredAuditPartitions", () => {
   it("drops whole months past the retention (never below 90 days), keeps recent ones and DEFAULT, and logs each drop", async () => {
-    const { dropExpiredAuditPartitions } = await import("../../lib/audit/partitions");
+    const { dropExpiredAuditPartitions } = await import("@/lib/audit/partitions");
     await sql("DROP TABLE IF EXISTS audit_events_1987_03");
     await sql("CREATE TABLE audit_events_1987_03 PARTITION OF audit_events FOR VALUES FROM ('1987-03-01') TO ('1987-04-01')");
     await sql("INSERT INTO audit_events (at, kind, actor) VALUES ('1987-03-15', 'claimed', 'test')");

@@ -6,17 +6,17 @@
  * pruner deletes every expired key, and other files keep expired keys on purpose.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { exportAuditCsv } from "../../lib/audit/export";
-import { searchAudit } from "../../lib/audit/search";
-import { auditSearchQuery, type AuditRow } from "../../lib/audit/schema";
-import { claimEvent } from "../../lib/claims/claim";
-import { completeClaim, releaseClaim } from "../../lib/claims/settle";
-import { pruneExpiredKeys } from "../../lib/retention/prune";
-import { makeSource, sql, uniq, untilDatabaseClockPasses } from "../setup/db";
-import { makeApiKey } from "../setup/http";
-import { usePrivateDatabase } from "../setup/private-db";
-import { stopServer, type Server } from "../setup/server";
-import { call, signedInUser, startTestServer } from "../setup/auth";
+import { exportAuditCsv } from "@/lib/audit/export";
+import { searchAudit } from "@/lib/audit/search";
+import { auditSearchQuery, type AuditRow } from "@/lib/audit/schema";
+import { claimEvent } from "@/lib/claims/claim";
+import { completeClaim, releaseClaim } from "@/lib/claims/settle";
+import { pruneExpiredKeys } from "@/lib/retention/prune";
+import { makeSource, sql, uniq, untilDatabaseClockPasses } from "@/test/setup/db";
+import { makeApiKey } from "@/test/setup/http";
+import { usePrivateDatabase } from "@/test/setup/private-db";
+import { stopServer, type Server } from "@/test/setup/server";
+import { call, signedInUser, startTestServer } from "@/test/setup/auth";
 
 usePrivateDatabase();
 const spawned: Server[] = [];

@@ -5,9 +5,9 @@
  */
 import { createHash } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { makeSource, sql, uniq } from "../setup/db";
-import { stopServer, type Server } from "../setup/server";
-import { call, signedInUser, startTestServer, type TestUser } from "../setup/auth";
+import { makeSource, sql, uniq } from "@/test/setup/db";
+import { stopServer, type Server } from "@/test/setup/server";
+import { call, signedInUser, startTestServer, type TestUser } from "@/test/setup/auth";
 
 const spawned: Server[] = [];
 let baseUrl: string;

@@ -4,19 +4,19 @@
  */
 import { createHash } from "node:crypto";
 import { describe, expect, it } from "vitest";
-import { POST as claimRoute } from "../../app/api/v1/claims/route";
-import { POST as batchRoute } from "../../app/api/v1/claims/batch/route";
-import { POST as completeRoute } from "../../app/api/v1/claims/complete/route";
-import { POST as releaseRoute } from "../../app/api/v1/claims/release/route";
-import { GET as stateRoute } from "../../app/api/v1/claims/[source]/[eventId]/route";
-import { createApiKey, listApiKeys, revokeApiKey, verifyApiKey } from "../../lib/auth/api-keys";
-import { createApiKeyRequest, hasScope } from "../../lib/auth/schema";
-import { KeywardError } from "../../lib/errors";
-import { makeSource, sql, uniq } from "../setup/db";
-import { getState, isErrorBody, makeApiKey, post, type Called } from "../setup/http";
+import { POST as claimRoute } from "@/app/api/v1/claims/route";
+import { POST as batchRoute } from "@/app/api/v1/claims/batch/route";
+import { POST as completeRoute } from "@/app/api/v1/claims/complete/route";
+import { POST as releaseRoute } from "@/app/api/v1/claims/release/route";
+import { GET as stateRoute } from "@/app/api/v1/claims/[source]/[eventId]/route";
+import { createApiKey, listApiKeys, revokeApiKey, verifyApiKey } from "@/lib/auth/api-keys";
+import { createApiKeyRequest, hasScope } from "@/lib/auth/schema";
+import { KeywardError } from "@/lib/errors";
+import { makeSource, sql, uniq } from "@/test/setup/db";
+import { getState, isErrorBody, makeApiKey, post, type Called } from "@/test/setup/http";
 
-import { cliPrincipal } from "../../lib/auth/principal";
-import { parseInput } from "../../lib/http/validate";
+import { cliPrincipal } from "@/lib/auth/principal";
+import { parseInput } from "@/lib/http/validate";
 
 const ACTOR = cliPrincipal();
 function expectError(res: Called, status: number, code: string) {

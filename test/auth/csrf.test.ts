@@ -5,10 +5,11 @@
  * Signing in from another origin (login CSRF) is refused too.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { makeSource, sql, uniq } from "../setup/db";
-import { makeApiKey } from "../setup/http";
-import { stopServer, type Server } from "../setup/server";
-import { call, makeUser, signIn, signedInUser, startTestServer, type TestUser } from "../setup/auth";
+import { makeSource, sql, uniq } from "@/test/setup/db";
+import { makeApiKey } from "@/test/setup/http";
+import { stopServer, type Server } from "@/test/setup/server";
+import { call, makeUser, signIn, signedInUser, startTestServer, type TestUser } from "@/test/setup/auth";
+import type { Json } from "@/test/setup/json";
 
 const EVIL = "http://evil.example";
 const spawned: Server[] = [];
@@ -31,7 +32,7 @@ const isDisabled = async (username: string) =>
 const revokedAt = async (id: string) =>
   (await sql<{ revoked_at: Date | null }>("SELECT revoked_at FROM api_keys WHERE id = $1", [id]))[0].revoked_at;
 
-function expectRefused(res: { status: number; body: any }) {
+function expectRefused(res: { status: number; body: Json }) {
   expect(res.status).toBe(403);
   expect(res.body.error.code).toBe("forbidden");
   expect(res.body.error.message).toMatch(/cross-origin/);

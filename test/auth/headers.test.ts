@@ -5,10 +5,10 @@
  * never appear in responses (other than the one that creates a key) or in the server's output.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { makeSource, uniq } from "../setup/db";
-import { makeApiKey } from "../setup/http";
-import { stopServer, type Server } from "../setup/server";
-import { call, makeUser, signIn, startTestServer, type HttpResult, type TestUser } from "../setup/auth";
+import { makeSource, uniq } from "@/test/setup/db";
+import { makeApiKey } from "@/test/setup/http";
+import { stopServer, type Server } from "@/test/setup/server";
+import { call, makeUser, signIn, startTestServer, type HttpResult, type TestUser } from "@/test/setup/auth";
 
 const spawned: Server[] = [];
 let server: Server;

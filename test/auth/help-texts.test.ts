@@ -2,8 +2,8 @@
 import { readFileSync } from "node:fs";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
-import { ROLE_HELP, ROLES, SCOPE_HELP } from "../../lib/auth/roles";
-import { SCOPES } from "../../lib/auth/schema";
+import { ROLE_HELP, ROLES, SCOPE_HELP } from "@/lib/auth/roles";
+import { SCOPES } from "@/lib/auth/schema";
 
 const docs = readFileSync(path.join(import.meta.dirname, "../../docs/auth.md"), "utf8");
 const rows = (names: readonly string[]) => names.map((n) => docs.split("\n").find((line) => line.startsWith(`| \`${n}\` |`)));

@@ -11,12 +11,12 @@
  */
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { inject } from "vitest";
-import { REVOCATION_BOUND_MS } from "../../lib/auth/api-key-cache";
-import { call, signedInUser, startTestServer, type TestServer } from "../setup/auth";
-import { makeSource, sql } from "../setup/db";
-import { makeApiKey } from "../setup/http";
-import { stopServer, type Server } from "../setup/server";
-import { startTcpProxy, type TcpProxy } from "../setup/tcp-proxy";
+import { REVOCATION_BOUND_MS } from "@/lib/auth/api-key-cache";
+import { call, signedInUser, startTestServer, type TestServer } from "@/test/setup/auth";
+import { makeSource, sql } from "@/test/setup/db";
+import { makeApiKey } from "@/test/setup/http";
+import { stopServer, type Server } from "@/test/setup/server";
+import { startTcpProxy, type TcpProxy } from "@/test/setup/tcp-proxy";
 
 vi.setConfig({ testTimeout: 60_000 });
 

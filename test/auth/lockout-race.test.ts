@@ -9,9 +9,9 @@
  */
 import { randomBytes } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { sql, uniq } from "../setup/db";
-import { stopServer, type Server } from "../setup/server";
-import { makeUser, signIn, startTestServer, type SignedIn } from "../setup/auth";
+import { sql, uniq } from "@/test/setup/db";
+import { stopServer, type Server } from "@/test/setup/server";
+import { makeUser, signIn, startTestServer, type SignedIn } from "@/test/setup/auth";
 
 const spawned: Server[] = [];
 let baseUrl: string;

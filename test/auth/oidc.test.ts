@@ -5,11 +5,11 @@
  * redirects, keeping cookies) is played by fetch with a cookie jar.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { sql, uniq } from "../setup/db";
-import { updateUser } from "../../lib/auth/users";
-import { cliPrincipal } from "../../lib/auth/principal";
-import { oidcEnv, startOidcStub, type OidcStub, type StubIdentity } from "../setup/oidc-stub";
-import { baseEnv, freePort, startKeyward, stopServer, type Server } from "../setup/server";
+import { sql, uniq } from "@/test/setup/db";
+import { updateUser } from "@/lib/auth/users";
+import { cliPrincipal } from "@/lib/auth/principal";
+import { oidcEnv, startOidcStub, type OidcStub, type StubIdentity } from "@/test/setup/oidc-stub";
+import { baseEnv, freePort, startKeyward, stopServer, type Server } from "@/test/setup/server";
 
 let stub: OidcStub;
 let base: string;
@@ -111,6 +111,17 @@ describe("single sign-on through OpenID Connect", () => {
       [user!.username],
     );
     expect(row).toMatchObject({ actor: `user:${user!.username}`, outcome: "ok", reason: "single sign-on" });
+
+    // The provider's tokens are not kept as sent (issue 22): no access or refresh token, the ID token encrypted.
+    const [account] = await sql<{ access_token: string | null; refresh_token: string | null; id_token: string | null }>(
+      "SELECT access_token, refresh_token, id_token FROM auth_accounts WHERE account_id = $1 AND provider_id = 'oidc'",
+      [sub],
+    );
+    expect(account, "the SSO account row").toBeDefined();
+    expect(account.access_token).toBeNull();
+    expect(account.refresh_token).toBeNull();
+    expect(account.id_token).toMatch(/^v1:/);
+    expect(account.id_token).not.toContain("eyJ"); // no JWT (base64url of '{"') in clear
   });
 
   it("maps an allow-listed email to admin (case-insensitively)", async () => {

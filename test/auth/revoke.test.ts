@@ -1,8 +1,8 @@
 import { describe, expect, it } from "vitest";
-import { createApiKey, revokeApiKey, verifyApiKey } from "../../lib/auth/api-keys";
-import { uniq } from "../setup/db";
+import { createApiKey, revokeApiKey, verifyApiKey } from "@/lib/auth/api-keys";
+import { uniq } from "@/test/setup/db";
 
-import { cliPrincipal } from "../../lib/auth/principal";
+import { cliPrincipal } from "@/lib/auth/principal";
 
 const ACTOR = cliPrincipal();
 describe("revokeApiKey", () => {

@@ -6,12 +6,12 @@
  */
 import { createHash, createHmac } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { hashSessionToken } from "../../lib/auth/session-tokens";
-import { cliPrincipal } from "../../lib/auth/principal";
-import { updateUser } from "../../lib/auth/users";
-import { sql } from "../setup/db";
-import { stopServer, type Server } from "../setup/server";
-import { call, signedInUser, startTestServer } from "../setup/auth";
+import { hashSessionToken } from "@/lib/auth/session-tokens";
+import { cliPrincipal } from "@/lib/auth/principal";
+import { updateUser } from "@/lib/auth/users";
+import { sql } from "@/test/setup/db";
+import { stopServer, type Server } from "@/test/setup/server";
+import { call, signedInUser, startTestServer } from "@/test/setup/auth";
 
 const spawned: Server[] = [];
 let baseUrl: string;

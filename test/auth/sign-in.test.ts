@@ -9,11 +9,11 @@
  */
 import { randomInt } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { updateUser } from "../../lib/auth/users";
-import { cliPrincipal } from "../../lib/auth/principal";
-import { sql, uniq } from "../setup/db";
-import { stopServer, type Server } from "../setup/server";
-import { call, makeUser, signIn, startTestServer, type SignedIn, type TestUser } from "../setup/auth";
+import { updateUser } from "@/lib/auth/users";
+import { cliPrincipal } from "@/lib/auth/principal";
+import { sql, uniq } from "@/test/setup/db";
+import { stopServer, type Server } from "@/test/setup/server";
+import { call, makeUser, signIn, startTestServer, type SignedIn, type TestUser } from "@/test/setup/auth";
 
 const spawned: Server[] = [];
 let baseUrl: string;

@@ -7,8 +7,8 @@
  */
 import { randomInt } from "node:crypto";
 import { describe, expect, it } from "vitest";
-import { forgiveSignInAttempt, reserveSignInAttempt, THROTTLE, type AttemptSlot } from "../../lib/auth/throttle";
-import { sql, uniq } from "../setup/db";
+import { forgiveSignInAttempt, reserveSignInAttempt, THROTTLE, type AttemptSlot } from "@/lib/auth/throttle";
+import { sql, uniq } from "@/test/setup/db";
 
 const newAddress = () => `203.0.${randomInt(256)}.${randomInt(1, 255)}:${uniq("a")}`;
 

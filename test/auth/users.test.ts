@@ -10,17 +10,17 @@
 import { randomBytes } from "node:crypto";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
-import { closeDb } from "../../lib/db/client";
-import { migrate } from "../../lib/db/migrate";
-import { cliPrincipal, type Principal, type UserPrincipal } from "../../lib/auth/principal";
-import { roleCapabilities } from "../../lib/auth/roles";
-import { sessionPrincipal } from "../../lib/auth/session";
-import { signIn } from "../../lib/auth/sign-in";
-import { countActiveAdmins, createUser, createUserRequest, resetPassword, resetPasswordRequest, updateUser } from "../../lib/auth/users";
-import { KeywardError } from "../../lib/errors";
-import { sql, uniq } from "../setup/db";
-import { cookiesOf } from "../setup/auth";
-import { parseInput } from "../../lib/http/validate";
+import { closeDb } from "@/lib/db/client";
+import { migrate } from "@/lib/db/migrate";
+import { cliPrincipal, type Principal, type UserPrincipal } from "@/lib/auth/principal";
+import { roleCapabilities } from "@/lib/auth/roles";
+import { sessionPrincipal } from "@/lib/auth/session";
+import { signIn } from "@/lib/auth/sign-in";
+import { countActiveAdmins, createUser, createUserRequest, resetPassword, resetPasswordRequest, updateUser } from "@/lib/auth/users";
+import { KeywardError } from "@/lib/errors";
+import { sql, uniq } from "@/test/setup/db";
+import { cookiesOf } from "@/test/setup/auth";
+import { parseInput } from "@/lib/http/validate";
 
 const CLI = cliPrincipal();
 /** createUser with the request as POST /api/v1/users (and the CLI) parse it. */

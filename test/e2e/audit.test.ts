@@ -7,13 +7,14 @@
  */
 import type { Page } from "playwright-core";
 import { beforeAll, describe, expect, it } from "vitest";
-import type { Role } from "../../lib/auth/roles";
-import { pruneExpiredKeys } from "../../lib/retention/prune";
-import { call } from "../setup/auth";
-import { makeSource, sql, uniq, untilDatabaseClockPasses } from "../setup/db";
-import { useConsoleServer } from "../setup/e2e";
-import { makeApiKey } from "../setup/http";
-import { usePrivateDatabase } from "../setup/private-db";
+import type { Role } from "@/lib/auth/roles";
+import { pruneExpiredKeys } from "@/lib/retention/prune";
+import { call } from "@/test/setup/auth";
+import { makeSource, sql, uniq, untilDatabaseClockPasses } from "@/test/setup/db";
+import { useConsoleServer } from "@/test/setup/e2e";
+import { makeApiKey } from "@/test/setup/http";
+import { usePrivateDatabase } from "@/test/setup/private-db";
+import type { Json } from "@/test/setup/json";
 
 const BROWSER_TEST_MS = 60_000;
 
@@ -25,7 +26,7 @@ beforeAll(async () => {
   claimKey = (await makeApiKey(["claims:write"])).key;
 });
 
-async function claim(source: string, eventId: string, eventType = "invoice.paid"): Promise<any> {
+async function claim(source: string, eventId: string, eventType = "invoice.paid"): Promise<Json> {
   const res = await call(e2e.baseUrl, "POST", "/api/v1/claims", { key: claimKey, body: { source, eventId, eventType } });
   if (res.status !== 200 && res.status !== 201) throw new Error(`claim failed: ${res.status} ${res.text}`);
   return res.body;
@@ -51,7 +52,7 @@ describe("the Audit screens in Chromium", () => {
       const { page, errors } = await viewerOnAudit();
       await page.getByLabel("Event id", { exact: true }).fill(eventId);
       await page.getByLabel("Source", { exact: true }).selectOption(source);
-      await page.getByRole("button", { name: "Search", exact: true }).click();
+      await page.getByRole("form", { name: "Search the audit history" }).getByRole("button", { name: "Search", exact: true }).click();
       await page.waitForURL(`${e2e.baseUrl}/events/${encodeURIComponent(source)}/${encodeURIComponent(eventId)}`);
       await expect.poll(() => page.getByRole("heading", { level: 1 }).textContent()).toBe(eventId);
       const answer = page.getByRole("region", { name: "Answer" });
@@ -61,7 +62,11 @@ describe("the Audit screens in Chromium", () => {
       const timeline = page.getByRole("list", { name: "Audit timeline, oldest first" });
       expect(await timeline.getByRole("listitem").count()).toBe(1);
       expect(await timeline.textContent()).toContain("Claimed");
-      expect(await timeline.textContent()).toContain(claimed.expiresAt.slice(0, 19)); // detail.expiresAt shown
+      // detail.expiresAt shown like every other time, the stored value on hover.
+      const detailTime = timeline.locator(`dd time[datetime^="${claimed.expiresAt.slice(0, 19)}"]`);
+      expect(await detailTime.count()).toBe(1);
+      expect(await detailTime.innerText()).toMatch(/^\d{1,2} \w{3} \d{4}, \d\d:\d\d:\d\d$/);
+      expect(await detailTime.getAttribute("title")).toBe(await detailTime.getAttribute("datetime"));
 
       // Back to the search, by source only: a results table whose event ids link to their pages.
       await page.goto(`${e2e.baseUrl}/audit?source=${source}`);
@@ -91,7 +96,7 @@ describe("the Audit screens in Chromium", () => {
       const { page, errors } = await viewerOnAudit();
       await page.getByLabel("Event id", { exact: true }).fill(eventId);
       await page.getByLabel("Source", { exact: true }).selectOption(source);
-      await page.getByRole("button", { name: "Search", exact: true }).click();
+      await page.getByRole("form", { name: "Search the audit history" }).getByRole("button", { name: "Search", exact: true }).click();
       const answer = page.getByRole("region", { name: "Answer" });
       await answer.getByText(/Processed at .*; key expired at .* and was pruned\./).waitFor();
       expect(await answer.textContent()).toContain("Key expired and pruned");

@@ -5,11 +5,11 @@
 import { execFile } from "node:child_process";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
-import { POST as claimRoute } from "../../app/api/v1/claims/route";
-import { makeSource, sql, uniq } from "../setup/db";
-import { makeApiKey, post } from "../setup/http";
-import { signIn } from "../../lib/auth/sign-in";
-import { sessionPrincipal } from "../../lib/auth/session";
+import { POST as claimRoute } from "@/app/api/v1/claims/route";
+import { makeSource, sql, uniq } from "@/test/setup/db";
+import { makeApiKey, post } from "@/test/setup/http";
+import { signIn } from "@/lib/auth/sign-in";
+import { sessionPrincipal } from "@/lib/auth/session";
 
 const ROOT = path.resolve(import.meta.dirname, "../..");
 const BIN = path.join(ROOT, "bin/keyward.cjs");

@@ -5,11 +5,11 @@
  * load without a browser error (a CSP violation is one).
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { claimEvent } from "../../lib/claims/claim";
-import { flushClaimCounts } from "../../lib/metrics/claim-counts";
-import { makeSource, uniq } from "../setup/db";
-import { useConsoleServer } from "../setup/e2e";
-import { oidcEnv, startOidcStub, type OidcStub } from "../setup/oidc-stub";
+import { claimEvent } from "@/lib/claims/claim";
+import { flushClaimCounts } from "@/lib/metrics/claim-counts";
+import { makeSource, uniq } from "@/test/setup/db";
+import { submitSignIn, useConsoleServer } from "@/test/setup/e2e";
+import { oidcEnv, startOidcStub, type OidcStub } from "@/test/setup/oidc-stub";
 
 const BROWSER_TEST_MS = 60_000;
 
@@ -23,15 +23,52 @@ async function keyStatus(key: string): Promise<number> {
 }
 
 describe("the console in Chromium", () => {
-  it("sends someone not signed in to the sign-in page, which shows the form once an admin exists", async () => {
-    await makeUser("admin");
+  it("sends someone not signed in to the sign-in page, which shows the form once an admin exists and returns them to the page they opened", async () => {
+    const admin = await makeUser("admin");
     const { page, errors } = await openPage();
-    await page.goto(e2e.baseUrl + "/api-keys");
-    await page.waitForURL(e2e.baseUrl + "/sign-in");
+    await page.goto(e2e.baseUrl + "/api-keys?from=alert");
+    await page.waitForURL(e2e.baseUrl + "/sign-in?next=%2Fapi-keys%3Ffrom%3Dalert");
     await expect(page.getByLabel("Username", { exact: true }).isVisible()).resolves.toBe(true);
     await expect(page.getByLabel("Password", { exact: true }).isVisible()).resolves.toBe(true);
     expect(await page.getByText("Create the first admin").count()).toBe(0);
     expect(await page.getByRole("navigation").count()).toBe(0);
+    await submitSignIn(page, admin);
+    await page.waitForURL(e2e.baseUrl + "/api-keys?from=alert");
+    await page.getByRole("heading", { level: 1, name: "API keys" }).waitFor();
+    // Signed in already: the sign-in page sends them on at once.
+    await page.goto(e2e.baseUrl + "/sign-in?next=%2Fsources");
+    await page.waitForURL(e2e.baseUrl + "/sources");
+    expect(errors).toEqual([]);
+  }, BROWSER_TEST_MS);
+
+  it("serves the console's icon at /favicon.ico, which Chromium asks for on its own, to anyone", async () => {
+    // Chromium fetches /favicon.ico when a page's <link rel="icon"> has not arrived yet; a 404 there is a
+    // browser error on whichever screen it happens.
+    const res = await fetch(e2e.baseUrl + "/favicon.ico");
+    expect(res.status).toBe(200);
+    expect(res.headers.get("content-type")).toBe("image/x-icon");
+    const bytes = Buffer.from(await res.arrayBuffer());
+    // An ICO directory (reserved 0, type 1) of 16, 32 and 48 px images.
+    expect([bytes.readUInt16LE(0), bytes.readUInt16LE(2)]).toEqual([0, 1]);
+    const sizes = Array.from({ length: bytes.readUInt16LE(4) }, (_, i) => bytes[6 + 16 * i]);
+    expect(sizes).toEqual([16, 32, 48]);
+    const { page, errors } = await openPage();
+    await page.goto(e2e.baseUrl + "/sign-in");
+    await expect(page.locator('link[rel="icon"]').first().getAttribute("href")).resolves.toMatch(/^\/(icon\.svg|favicon\.ico)/);
+    expect(errors).toEqual([]);
+  }, BROWSER_TEST_MS);
+
+  it("returns to the Overview, never to another site, whatever ?next= says", async () => {
+    const viewer = await makeUser("viewer");
+    const { page, errors } = await openPage();
+    await page.goto(`${e2e.baseUrl}/sign-in?next=${encodeURIComponent("//evil.invalid/x")}`);
+    await submitSignIn(page, viewer);
+    await page.waitForURL(e2e.baseUrl + "/");
+    // Signed in, the sign-in page sends them on at once: to the Overview for each of these.
+    for (const next of ["http://evil.invalid", "/\\evil.invalid", "/\t/evil.invalid", "javascript:alert(1)", "/api/v1/session"]) {
+      await page.goto(`${e2e.baseUrl}/sign-in?next=${encodeURIComponent(next)}`);
+      expect(page.url(), next).toBe(e2e.baseUrl + "/");
+    }
     expect(errors).toEqual([]);
   }, BROWSER_TEST_MS);
 
@@ -39,9 +76,7 @@ describe("the console in Chromium", () => {
     const username = await makeUser("viewer");
     const { page, errors } = await openPage();
     await page.goto(e2e.baseUrl + "/sign-in");
-    await page.getByLabel("Username", { exact: true }).fill(username);
-    await page.getByLabel("Password", { exact: true }).fill("not-the-password");
-    await page.getByRole("button", { name: "Sign in", exact: true }).click();
+    await submitSignIn(page, username, "not-the-password");
     // (Next's route announcer is an alert too, an empty one.)
     const alert = page.getByRole("alert").filter({ hasText: "Sign-in failed" });
     await alert.waitFor();
@@ -60,6 +95,10 @@ describe("the console in Chromium", () => {
 
     const { page, errors } = await openPage();
     await signIn(page, username);
+    await page.getByRole("table", { name: "Keys and claim outcomes per source" }).waitFor({ timeout: 20_000 });
+    // The shared database may hold more sources than the table shows at first: then its filter finds this one.
+    const filter = page.getByLabel("Filter sources by name");
+    if (await filter.count()) await filter.fill(source);
     const row = page.locator("tr", { hasText: source });
     await row.waitFor({ timeout: 20_000 });
     const cells = (await row.locator("td").allInnerTexts()).map((t) => t.trim());
@@ -98,7 +137,7 @@ describe("the console in Chromium", () => {
     const row = page.locator("tr", { hasText: `user:${username}` }).filter({ hasText: "sign_in" });
     await row.waitFor();
     await row.getByRole("button", { name: /Show/ }).click();
-    const details = page.locator("tr.detail-row:not([hidden])");
+    const details = page.locator("[data-testid=action-details]:not([hidden])");
     expect(await details.innerText()).toMatch(/Address\s+198\.18\./);
 
     await page.getByRole("button", { name: "Sign out" }).click();
@@ -115,6 +154,16 @@ describe("the console in Chromium", () => {
     await page.getByRole("navigation", { name: "Console" }).getByRole("link", { name: "API keys" }).click();
     await page.waitForURL(e2e.baseUrl + "/api-keys");
 
+    // On a phone each scope's description goes under its name, at the text's full width (it squeezed
+    // into a narrow column beside the name before).
+    const viewport = page.viewportSize();
+    await page.setViewportSize({ width: 390, height: 844 });
+    const scope = page.locator("label", { has: page.getByRole("checkbox", { name: /claims:write/ }) });
+    const [nameBox, helpBox] = await Promise.all([scope.locator("code").boundingBox(), scope.locator("code + span").boundingBox()]);
+    expect(helpBox!.y).toBeGreaterThanOrEqual(nameBox!.y + nameBox!.height - 1);
+    expect(helpBox!.width).toBeGreaterThan(200);
+    if (viewport) await page.setViewportSize(viewport);
+
     const name = uniq("ui-key");
     await page.getByLabel("Name", { exact: true }).fill(name);
     await page.getByRole("checkbox", { name: /claims:read/ }).check();
@@ -122,7 +171,7 @@ describe("the console in Chromium", () => {
     const shown = page.getByRole("region", { name: `New API key ${name}` });
     await shown.waitFor();
     expect(await shown.innerText()).toMatch(/shown once/i);
-    const key = (await shown.locator(".secret__value").innerText()).trim();
+    const key = (await shown.getByTestId("secret-value").innerText()).trim();
     expect(key).toMatch(/^kw_[a-z0-9]{12}_/);
     expect(await keyStatus(key)).not.toBe(401);
 
@@ -139,7 +188,7 @@ describe("the console in Chromium", () => {
     expect(errors).toEqual([]);
   }, BROWSER_TEST_MS);
 
-  it("lets an admin create a user whose generated password, shown once, signs them in, and disable them", async () => {
+  it("lets an admin create a user whose generated password, shown once, signs them in, and disable them, which ends their open page's session", async () => {
     const admin = await makeUser("admin");
     const { page, errors } = await openPage();
     await signIn(page, admin);
@@ -151,7 +200,7 @@ describe("the console in Chromium", () => {
     const shown = page.getByRole("region", { name: `Password for ${username}` });
     await shown.waitFor();
     expect(await shown.innerText()).toMatch(/shown once/i);
-    const password = (await shown.locator(".secret__value").innerText()).trim();
+    const password = (await shown.getByTestId("secret-value").innerText()).trim();
     expect(password.length).toBeGreaterThanOrEqual(12);
     const row = page.locator("tr", { hasText: username });
     await row.waitFor();
@@ -160,16 +209,31 @@ describe("the console in Chromium", () => {
     const other = await openPage();
     await signIn(other.page, username, password);
     expect(await other.page.getByRole("banner").innerText()).toContain(username);
+    await other.page.goto(e2e.baseUrl + "/?range=24h");
+    await other.page.getByRole("heading", { level: 1, name: "Overview" }).waitFor();
+    // What their page asks the server from here on, and what it hears: said when the redirect does not come.
+    const polls: string[] = [];
+    const started = Date.now();
+    other.page.on("response", (res) => {
+      const url = new URL(res.url());
+      if (url.pathname.startsWith("/api/")) polls.push(`+${((Date.now() - started) / 1000).toFixed(1)} s ${res.status()} ${url.pathname}`);
+    });
+    other.page.on("requestfailed", (req) => polls.push(`+${((Date.now() - started) / 1000).toFixed(1)} s failed ${new URL(req.url()).pathname}: ${req.failure()?.errorText}`));
 
     await row.getByRole("button", { name: `Disable ${username}` }).click();
     await row.getByRole("button", { name: "Disable", exact: true }).click();
     await row.getByText("Disabled").waitFor();
-    // Their session ended with the change: the next page they load is the sign-in page.
-    await other.page.reload();
-    await other.page.waitForURL(e2e.baseUrl + "/sign-in");
+    // Their session ended with the change: the open page's next poll (every 10 s) is refused with 401 and
+    // sends them to the sign-in page, which would return them to the page they had open.
+    // A poll already in flight delays the next one (react-query starts none while one runs), and an Overview read
+    // of the shared test database can take seconds on a loaded 2-core machine: hence 60 s, not 10.
+    await other.page.waitForURL(e2e.baseUrl + "/sign-in?next=%2F%3Frange%3D24h", { timeout: 60_000 }).catch((e: unknown) => {
+      throw new Error(`no sign-in page ${((Date.now() - started) / 1000).toFixed(1)} s after the page opened; its API responses:\n${polls.join("\n")}`, { cause: e });
+    });
     expect(errors).toEqual([]);
-    expect(other.errors).toEqual([]);
-  }, BROWSER_TEST_MS);
+    // Chromium logs the refused poll itself (the 401) as a console error; nothing else may appear.
+    expect(other.errors.filter((e) => !/Failed to load resource: .*status of 401/.test(e))).toEqual([]);
+  }, 2 * BROWSER_TEST_MS);
 });
 
 describe("single sign-on in Chromium", () => {
@@ -185,14 +249,16 @@ describe("single sign-on in Chromium", () => {
     await stub?.close();
   });
 
-  it("signs in through the sign-in page's single sign-on button, with the provider's role", async () => {
+  it("signs in through the sign-in page's single sign-on button, with the provider's role, back on the page opened", async () => {
     await makeUser("admin");
     const sub = uniq("sub");
     stub!.setIdentity({ sub, email: `${sub}@example.test`, keyward_roles: "operator" });
     const { page, errors } = await openPage();
-    await page.goto(ssoUrl + "/sign-in");
+    // Opened from a link: single sign-on comes back to that page, through the provider and back.
+    await page.goto(ssoUrl + "/activity");
+    await page.waitForURL(ssoUrl + "/sign-in?next=%2Factivity");
     await page.getByRole("button", { name: "Sign in with Stub IdP" }).click();
-    await page.waitForURL(ssoUrl + "/");
+    await page.waitForURL(ssoUrl + "/activity");
     const banner = page.getByRole("banner");
     await banner.getByText("operator").waitFor();
     expect(await banner.getByRole("link", { name: "Activity" }).count()).toBe(1);

@@ -1,27 +1,33 @@
 /**
- * The Overview's charts in a real headless Chromium: the real server on this run's database, metric
- * samples and prune runs written here with distinctive values at recent minutes, read back off the
- * rendered charts (lines and bars drawn, tooltips showing those values), with no browser console error
- * (CSP violations included).
+ * The Overview's charts in a real headless Chromium: the real server on a database of this file's own
+ * (the shared one holds every other file's sources, samples and runs by then, and its Overview's page grew
+ * heavy enough to stall the test's clicks on a loaded machine), metric samples and prune runs written here
+ * with distinctive values at recent minutes, read back off the rendered charts (lines and bars drawn,
+ * tooltips showing those values), with no browser console error (CSP violations included). And the
+ * per-source table beside them when the database holds more sources than it shows.
  */
 import type { BrowserContext, Locator, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { sql } from "../setup/db";
-import { signedInContext } from "../setup/browser";
-import { useConsoleServer } from "../setup/e2e";
+import { claimEvent } from "@/lib/claims/claim";
+import { flushClaimCounts } from "@/lib/metrics/claim-counts";
+import { sql, uniq } from "@/test/setup/db";
+import { signedInContext } from "@/test/setup/browser";
+import { useConsoleServer } from "@/test/setup/e2e";
+import { usePrivateDatabase } from "@/test/setup/private-db";
 
+usePrivateDatabase();
 const e2e = useConsoleServer();
 let context: BrowserContext | undefined;
 
-// Minutes back from now that this file writes: the chart's right end, which other servers' samplers
-// (writing only the current minute) never touch again.
+// Minutes back from now that this file writes: the chart's right end, which the server's sampler (writing
+// only the current minute) never touches again.
 const SAMPLE_MINUTES = [12, 11, 10, 9, 8, 7, 6, 5, 4, 3];
 const RUN_MINUTES = [10, 7, 4];
 
 beforeAll(async () => {
   context = await signedInContext(e2e.browser, e2e.baseUrl);
 
-  // Upserts: another test's server may have sampled these minutes while it ran.
+  // Upserts: the server's sampler may have sampled one of these minutes as it started.
   await sql(
     `INSERT INTO metric_samples (at, table_bytes, index_bytes, estimated_rows, alive_keys, expiry_backlog, backlog_capped,
                                  in_flight, claims, duplicates, per_source)
@@ -59,7 +65,8 @@ function chart(page: Page, title: string): Locator {
 async function hoverUntil(page: Page, card: Locator, text: string): Promise<string> {
   const plot = card.locator(".recharts-cartesian-grid");
   await plot.waitFor();
-  await card.scrollIntoViewIfNeeded();
+  // Not scrollIntoViewIfNeeded: it waits for the card to stand still, and a refetch may redraw it meanwhile.
+  await card.evaluate((el) => el.scrollIntoView({ block: "center" }));
   const box = (await plot.boundingBox())!;
   const tooltip = card.getByTestId("chart-tooltip");
   let seen = "";
@@ -90,9 +97,10 @@ describe("the Overview's charts in Chromium", () => {
     expect(await backlog.locator(".recharts-line").count()).toBe(1);
     await cleanup.locator(".recharts-bar-rectangle").first().waitFor({ state: "attached" });
     expect(await cleanup.locator(".recharts-bar-rectangle").count()).toBeGreaterThanOrEqual(RUN_MINUTES.length);
-    // A drawn line is a path through points (M x,y L x,y …), not an empty one.
+    // A drawn line is a path through points (M x,y L x,y …), not an empty one. Buckets without samples are
+    // gaps (no line drawn across missing data), so a lone bucket between gaps is a point (M x,y Z) beside them.
     for (const card of [size, backlog]) {
-      expect(await card.locator(".recharts-line-curve").first().getAttribute("d")).toMatch(/^M[\d.]+,[\d.]+L/);
+      expect(await card.locator(".recharts-line-curve").first().getAttribute("d")).toMatch(/M[\d.]+,[\d.]+L[\d.]+,[\d.]+/);
     }
 
     const sizeTip = await hoverUntil(page, size, "7.24 GiB");
@@ -105,12 +113,93 @@ describe("the Overview's charts in Chromium", () => {
     expect(await chart(page, "Claims and duplicates per 1 min").locator(".recharts-line").count()).toBe(2);
 
     // Another range: bucketed server-side, the same charts.
-    await page.getByRole("link", { name: "7d" }).click();
+    await page.getByRole("link", { name: "7d", exact: true }).click();
     await page.waitForURL(/range=7d/);
-    await page.getByText("one point per 15 min").waitFor();
+    // lib/metrics/step.ts: 7 d at ≤ 180 points. A new page render and a new read: slow on a loaded machine.
+    await page.getByText("one point per 1 h").waitFor({ timeout: 60_000 });
     await backlog.locator(".recharts-line-curve").first().waitFor({ state: "attached" });
     expect(await cleanup.locator(".recharts-bar-rectangle").count()).toBeGreaterThanOrEqual(1);
 
+    expect(errors).toEqual([]);
+  }, 120_000);
+});
+
+describe("the Overview's per-source table with more sources than it shows", () => {
+  it("shows the 50 busiest first, says how many it leaves out, shows all on request, and filters by name", async () => {
+    const prefix = uniq("many");
+    await sql(
+      `INSERT INTO sources (name, retry_window_seconds, queue_lag_seconds, clock_skew_seconds, replay_seconds, ttl_seconds)
+       SELECT $1 || '-' || lpad(g::text, 2, '0'), 86400, 0, 0, 0, 86400 FROM generate_series(1, 60) g`,
+      [prefix],
+    );
+    // The busiest: 40 deliveries in the last hour, then 3; the others none.
+    for (let i = 0; i < 40; i++) await claimEvent({ source: `${prefix}-57`, eventId: `e${i % 20}`, eventType: "t" });
+    for (let i = 0; i < 3; i++) await claimEvent({ source: `${prefix}-33`, eventId: `e${i}`, eventType: "t" });
+    await flushClaimCounts();
+    const page = await context!.newPage();
+    const errors: string[] = [];
+    page.on("pageerror", (e) => errors.push(String(e)));
+    // What the console asks the server for: the 10 s refresh carries the 50 busiest rows, not every source's.
+    const reads: { url: URL; rows: number; matching: number }[] = [];
+    page.on("response", async (res) => {
+      const url = new URL(res.url());
+      if (url.pathname !== "/api/v1/overview" || res.status() !== 200) return;
+      const body = (await res.json().catch(() => null)) as { sources: unknown[]; sourcesMatching: number } | null;
+      if (body) reads.push({ url, rows: body.sources.length, matching: body.sourcesMatching });
+    });
+    await page.goto(`${e2e.baseUrl}/`);
+    const table = page.getByRole("table", { name: "Keys and claim outcomes per source" });
+    const rows = table.locator("tbody tr");
+    const note = page.getByTestId("source-rows-note");
+    await note.waitFor();
+    expect(await note.innerText()).toMatch(/^The 50 busiest of \d+ sources \(deliveries in the last hour, then alive keys\)$/);
+    expect(await rows.count()).toBe(50);
+    expect(await rows.nth(0).locator("th").innerText()).toContain(`${prefix}-57`);
+    expect(await rows.nth(1).locator("th").innerText()).toContain(`${prefix}-33`);
+
+    // The charts' picker still offers a source the table leaves out (-60: quiet, last by name).
+    expect(await rows.filter({ hasText: `${prefix}-60` }).count()).toBe(0);
+    await page.locator(`select[aria-label="Source shown in the charts"] option[value="${prefix}-60"]`).waitFor({ state: "attached" });
+
+    const total = Number((await note.innerText()).match(/of (\d+) sources/)![1]);
+    expect(total).toBeGreaterThanOrEqual(60);
+    expect(reads.length).toBeGreaterThanOrEqual(1);
+    for (const r of reads) expect([r.url.searchParams.get("limit"), r.url.searchParams.has("q"), r.rows, r.matching]).toEqual(["50", false, 50, total]);
+    await page.getByRole("button", { name: `Show all ${total}` }).click();
+    await expect.poll(() => rows.count()).toBe(total);
+    // The test records a read once it has read the body itself, which on a loaded machine can lag the page's render.
+    await expect.poll(() => reads.find((r) => !r.url.searchParams.has("limit") && !r.url.searchParams.has("q"))).toMatchObject({ rows: total, matching: total });
+    await page.getByRole("button", { name: "Show the 50 busiest" }).click();
+    await expect.poll(() => rows.count()).toBe(50);
+
+    await page.getByLabel("Filter sources by name").fill(`${prefix.toUpperCase()}-0`);
+    await expect.poll(() => rows.count()).toBe(9); // -01 … -09, by name
+    // The filter is the server's: asked for those rows (the 50 busiest of them, here all 9).
+    await expect.poll(() => reads.filter((r) => r.url.searchParams.has("q") && r.rows === 9).length).toBeGreaterThanOrEqual(1);
+    const filtered = reads.filter((r) => r.url.searchParams.has("q"));
+    for (const r of filtered) expect([r.url.searchParams.get("q"), r.url.searchParams.get("limit"), r.rows, r.matching]).toEqual([`${prefix.toUpperCase()}-0`, "50", 9, 9]);
+    expect(await rows.nth(0).locator("th").innerText()).toContain(`${prefix}-01`);
+    expect(await note.innerText()).toBe(`9 of ${total} sources, by name`);
+    await page.getByLabel("Filter sources by name").fill("no-such-source");
+    await page.getByText("No source name contains “no-such-source”.").waitFor();
+    expect(errors).toEqual([]);
+
+    // A filtered read that fails (the database unreachable) says so, and the busiest rows stay.
+    const failing = await context!.newPage();
+    failing.on("pageerror", (e) => errors.push(String(e)));
+    await failing.route("**/api/v1/overview?*q=*", (route) =>
+      route.fulfill({ status: 503, contentType: "application/json", body: JSON.stringify({ error: { code: "database_unavailable", message: "The database is unreachable" } }) }),
+    );
+    await failing.goto(`${e2e.baseUrl}/`);
+    await failing.getByTestId("source-rows-note").waitFor();
+    await failing.getByLabel("Filter sources by name").fill(`${prefix}-0`);
+    const alert = failing.getByRole("alert").filter({ hasText: "These sources could not be loaded" });
+    await alert.waitFor({ timeout: 30_000 });
+    expect(await alert.innerText()).toBe("These sources could not be loaded (The database is unreachable); the busiest are shown. Retried every 10 s.");
+    const failingRows = failing.getByRole("table", { name: "Keys and claim outcomes per source" }).locator("tbody tr");
+    expect(await failingRows.count()).toBe(50);
+    expect(await failingRows.nth(0).locator("th").innerText()).toContain(`${prefix}-57`);
+    expect(await failing.getByTestId("source-rows-note").innerText()).toMatch(/^The 50 busiest of \d+ sources \(/);
     expect(errors).toEqual([]);
   }, 120_000);
 });

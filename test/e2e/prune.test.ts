@@ -5,11 +5,12 @@
  */
 import { execFile } from "node:child_process";
 import { afterAll, describe, expect, it, vi } from "vitest";
-import { pruneExpiredKeys } from "../../lib/retention/prune";
-import { makeSource, sql } from "../setup/db";
-import { countKeys, insertKeys } from "../setup/keys";
-import { usePrivateDatabase } from "../setup/private-db";
-import { baseEnv, BIN, freePort, ROOT, startKeyward, stopServer, type Server } from "../setup/server";
+import { pruneExpiredKeys } from "@/lib/retention/prune";
+import { makeSource, sql } from "@/test/setup/db";
+import { countKeys, insertKeys } from "@/test/setup/keys";
+import { usePrivateDatabase } from "@/test/setup/private-db";
+import { baseEnv, BIN, freePort, ROOT, startKeyward, stopServer, type Server } from "@/test/setup/server";
+import type { Json } from "@/test/setup/json";
 
 vi.setConfig({ testTimeout: 120_000 }); // each CLI run starts Node, loads the schema engine and migrates
 
@@ -48,7 +49,7 @@ describe("keyward prune", () => {
     );
     expect(run).toMatchObject({ trigger: "cli", rows: 345, batches: 4 });
     expect(run.actor).toMatch(/^cli:/);
-    const [action] = await sql<{ actor: string; detail: any }>(
+    const [action] = await sql<{ actor: string; detail: Json }>(
       "SELECT actor, detail FROM audit_events WHERE kind = 'operator' AND detail->'target'->>'id' = $1",
       [runId],
     );
@@ -121,7 +122,7 @@ describe("keyward start", () => {
     expect((await wrong.json()).error.code).toBe("unauthorized");
     await insertKeys(source, 50, "now() - interval '1 hour'", "late");
     // The schedule runs every second; should it hold the lock at this instant, the answer is `skipped`.
-    let body: any;
+    let body: Json;
     for (let i = 0; i < 10; i++) {
       const right = await fetch(url, { method: "POST", headers: { "x-keyward-maintenance-secret": secret } });
       expect(right.status).toBe(200);

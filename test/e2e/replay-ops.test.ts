@@ -15,17 +15,17 @@
 import { readFile } from "node:fs/promises";
 import type { Page } from "playwright-core";
 import { afterAll, describe, expect, it } from "vitest";
-import { cliPrincipal } from "../../lib/auth/principal";
-import { claimEvent } from "../../lib/claims/claim";
-import { parseInput } from "../../lib/http/validate";
-import { rotateSigningSecret } from "../../lib/sources/signing-secret";
-import { createSourceRequest } from "../../lib/sources/schema";
-import { createSource, updateSource } from "../../lib/sources/sources";
-import { call } from "../setup/auth";
-import { sql, uniq } from "../setup/db";
-import { useConsoleServer } from "../setup/e2e";
-import { expireKey, makeApiKey } from "../setup/http";
-import { startReceiver, type Receiver, type ReceiverOptions } from "../setup/receiver";
+import { cliPrincipal } from "@/lib/auth/principal";
+import { claimEvent } from "@/lib/claims/claim";
+import { parseInput } from "@/lib/http/validate";
+import { rotateSigningSecret } from "@/lib/sources/signing-secret";
+import { createSourceRequest } from "@/lib/sources/schema";
+import { createSource, updateSource } from "@/lib/sources/sources";
+import { call } from "@/test/setup/auth";
+import { sql, uniq } from "@/test/setup/db";
+import { useConsoleServer } from "@/test/setup/e2e";
+import { expireKey, makeApiKey } from "@/test/setup/http";
+import { startReceiver, type Receiver, type ReceiverOptions } from "@/test/setup/receiver";
 
 const BROWSER_TEST_MS = 150_000;
 const POLL = { timeout: 60_000, interval: 200 };
@@ -88,7 +88,8 @@ const goto = (page: Page, path: string) => page.goto(e2e.baseUrl + path);
 describe("replay operations in Chromium", () => {
   it("shows a failing replay's health (state, last error, its time) in the list, the progress panel and the Overview", async () => {
     const { source } = await seed(6, { failureRate: 1, failStatus: 500, failBody: "database is down" });
-    const id = await replay(source, { ratePerSecond: 2, concurrency: 1 });
+    // Many attempts per item, so it is still running (failing) when the page looks: a finished replay shows its outcome instead.
+    const id = await replay(source, { ratePerSecond: 2, concurrency: 1, retry: { maxAttempts: 50 } });
     await expect.poll(async () => (await call(e2e.baseUrl, "GET", `/api/v1/replays/${id}`, { key: (await makeApiKey(["read"])).key })).body.health.state, POLL).toBe("failing");
 
     const { page, errors } = await e2e.openPage();

@@ -9,17 +9,17 @@
  */
 import type { Locator, Page } from "playwright-core";
 import { afterAll, describe, expect, it } from "vitest";
-import { cliPrincipal } from "../../lib/auth/principal";
-import { claimEvent } from "../../lib/claims/claim";
-import { rotateSigningSecret } from "../../lib/sources/signing-secret";
-import { createSource, updateSource } from "../../lib/sources/sources";
-import { call } from "../setup/auth";
-import { sql, uniq } from "../setup/db";
-import { useConsoleServer } from "../setup/e2e";
-import { expireKey, makeApiKey } from "../setup/http";
-import { startReceiver, type Receiver } from "../setup/receiver";
-import { createSourceRequest } from "../../lib/sources/schema";
-import { parseInput } from "../../lib/http/validate";
+import { cliPrincipal } from "@/lib/auth/principal";
+import { claimEvent } from "@/lib/claims/claim";
+import { rotateSigningSecret } from "@/lib/sources/signing-secret";
+import { createSource, updateSource } from "@/lib/sources/sources";
+import { call } from "@/test/setup/auth";
+import { sql, uniq } from "@/test/setup/db";
+import { useConsoleServer } from "@/test/setup/e2e";
+import { expireKey, makeApiKey } from "@/test/setup/http";
+import { startReceiver, type Receiver } from "@/test/setup/receiver";
+import { createSourceRequest } from "@/lib/sources/schema";
+import { parseInput } from "@/lib/http/validate";
 
 /**
  * The Replay screen for one source (its shareable URL), with the keys-at-risk list open: the suite's other
@@ -122,7 +122,7 @@ describe("the Replay screen in Chromium", () => {
     await filters.getByLabel("Source", { exact: true }).selectOption(source);
     await filters.getByRole("button", { name: "Filter", exact: true }).click();
     await page.getByText(`7 of 7 dead letters shown`).waitFor();
-    await page.getByRole("button", { name: "Show error upstream 503: 3" }).click();
+    await page.getByRole("button", { name: "Show error upstream 503 3" }).click();
     await page.getByText(`3 of 3 dead letters shown`).waitFor();
     expect(await page.getByRole("table", { name: "Dead letters", exact: true }).getByRole("link", { name: ids.alive2 }).getAttribute("href")).toBe(
       `/events/${source}/${ids.alive2}`,
@@ -182,7 +182,7 @@ describe("the Replay screen in Chromium", () => {
 
     // 5. progress → 6. results
     await w.getByRole("progressbar", { name: "Replay progress" }).waitFor();
-    await w.getByText("Finished: 6 delivered of 6.").waitFor({ timeout: 60_000 });
+    await w.getByText("Succeeded: 6 delivered of 6.").waitFor({ timeout: 60_000 });
     expect(await w.getByText("All 6 events were delivered.").count()).toBe(1);
     expect(await w.locator('[data-outcome="delivered"]').innerText()).toBe("6");
     // Where it sent: the source's destination, as the executor read it.
@@ -202,7 +202,7 @@ describe("the Replay screen in Chromium", () => {
     const open = page.getByRole("table", { name: "Replays, newest first" }).getByRole("button", { name: new RegExp(`^Open replay of ${source}`) });
     await open.click();
     const opened = page.getByRole("region", { name: `Replay of ${source}: results` });
-    await opened.getByText("Finished: 6 delivered of 6.").waitFor();
+    await opened.getByText("Succeeded: 6 delivered of 6.").waitFor();
     expect(await opened.innerText()).toContain("includes alive, never_processed");
     const [gone] = await sql<{ status: string }>("SELECT status FROM dead_letters WHERE source = $1 AND event_id = $2", [source, ids.gone]);
     expect(gone.status).toBe("pending");
@@ -235,7 +235,7 @@ describe("the Replay screen in Chromium", () => {
     await card.waitFor();
     expect(await card.innerText()).toMatch(/Replay destination\s*Not set/);
 
-    await card.getByRole("button", { name: `Edit replay destination of ${source}` }).click();
+    await card.getByRole("button", { name: `Set destination of ${source}` }).click();
     const field = card.getByLabel(`Replay destination of ${source}`, { exact: true });
     await field.fill("billing.internal/replay");
     await card.getByRole("button", { name: "Save destination" }).click();

@@ -7,18 +7,18 @@
  */
 import type { Locator, Page } from "playwright-core";
 import { describe, expect, it } from "vitest";
-import { cliPrincipal } from "../../lib/auth/principal";
-import { claimEvent } from "../../lib/claims/claim";
-import { createSource, updateSource } from "../../lib/sources/sources";
-import { sql, uniq } from "../setup/db";
-import { useConsoleServer } from "../setup/e2e";
-import { createSourceRequest } from "../../lib/sources/schema";
-import { parseInput } from "../../lib/http/validate";
-import { AMQP_URL, makeTopology } from "../setup/rabbitmq";
+import { cliPrincipal } from "@/lib/auth/principal";
+import { claimEvent } from "@/lib/claims/claim";
+import { createSource, updateSource } from "@/lib/sources/sources";
+import { sql, uniq } from "@/test/setup/db";
+import { useConsoleServer } from "@/test/setup/e2e";
+import { createSourceRequest } from "@/lib/sources/schema";
+import { parseInput } from "@/lib/http/validate";
+import { AMQP_URL, makeTopology } from "@/test/setup/rabbitmq";
 
 /** The broker's password in AMQP_URL (never to appear on a page). */
 const AMQP_PASSWORD = new URL(AMQP_URL).password;
-const BROWSER_TEST_MS = 60_000;
+const BROWSER_TEST_MS = 150_000; // the inlet journey took 51 s in one CI run and over 60 s in the next (2 cores, shared)
 const d = 86400;
 
 const e2e = useConsoleServer();
@@ -117,8 +117,8 @@ describe("the Sources screen in Chromium", () => {
       await e2e.signInAs(page, "admin", "Sources");
       const source = card(page, name);
       await source.waitFor();
-      await source.getByRole("button", { name: `Show RabbitMQ inlets of ${name}` }).click();
-      const panel = source.getByRole("region", { name: `RabbitMQ inlets of ${name}` });
+      await source.getByRole("button", { name: `Show inlets of ${name}` }).click();
+      const panel = source.getByRole("region", { name: `Inlets of ${name}` });
       await panel.getByText(`No inlet: dead letters of ${name} arrive only through the API.`).waitFor();
 
       const form = panel.getByRole("form", { name: `Add a RabbitMQ inlet to ${name}` });
@@ -144,13 +144,15 @@ describe("the Sources screen in Chromium", () => {
       // The Overview lists it, with what its consumer reported (here: none runs).
       await sql("UPDATE inlets SET state = 'consuming', lag_messages = 42, lag_checked_at = now() WHERE id = $1", [stored.id]);
       await page.getByRole("navigation", { name: "Console" }).getByRole("link", { name: "Overview" }).click();
-      const lag = page.getByRole("region", { name: "RabbitMQ inlets", exact: true });
+      const lag = page.getByRole("region", { name: "Inlets", exact: true });
       const lagRow = lag.getByRole("row", { name: new RegExp(t.dlq.replace(/\./g, "\\.")) });
       await lagRow.waitFor();
       expect(await lagRow.innerText()).toMatch(/Consuming\s+42\s+None yet/);
 
-      await page.getByRole("navigation", { name: "Console" }).getByRole("link", { name: "Sources" }).click();
-      await source.getByRole("button", { name: `Show RabbitMQ inlets of ${name}` }).click();
+      // Back by address: the Overview of the shared test database (every file's sources) is slow to leave on a
+      // loaded machine, and leaving it is not what this test is about.
+      await page.goto(`${e2e.baseUrl}/sources`);
+      await source.getByRole("button", { name: `Show inlets of ${name}` }).click();
       await panel.getByRole("button", { name: `Remove inlet ${t.dlq} of ${name}` }).click();
       await panel.getByRole("button", { name: "Remove inlet", exact: true }).click();
       await panel.getByText(`No inlet: dead letters of ${name} arrive only through the API.`).waitFor();
@@ -176,7 +178,7 @@ describe("the Sources screen in Chromium", () => {
     expect(text).toMatch(/Projected steady state/);
     expect(await page.getByRole("region", { name: "Create a source" }).count()).toBe(0);
     expect(await page.getByRole("button", { name: ACTION_BUTTONS }).count()).toBe(0);
-    expect(await page.getByRole("button", { name: /RabbitMQ inlets/ }).count()).toBe(0);
+    expect(await page.getByRole("button", { name: /inlets of/i }).count()).toBe(0);
 
     // The presets panel opens to show each preset's parts and where its figures come from.
     await page.getByText(/^Presets \(\d+\)/).click();

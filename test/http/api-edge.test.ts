@@ -1,6 +1,6 @@
 /** The API edge's decisions (lib/server/api-edge.ts), as pure functions; test/http/fuzz.test.ts drives them over HTTP. */
 import { describe, expect, it } from "vitest";
-import { apiPathProblem, isApiPath, malformedSegment } from "../../lib/server/api-edge";
+import { apiPathProblem, isApiPath, malformedSegment } from "@/lib/server/api-edge";
 
 describe("the API edge", () => {
   it("knows API paths from console pages", () => {

@@ -1,9 +1,9 @@
 /** The shared field rules (lib/http/fields.ts): what PostgreSQL can store, and which instants are real. */
 import { describe, expect, it } from "vitest";
-import { instant, isInstant, storableRepresentation, storableText, unstorableReason } from "../../lib/http/fields";
-import { auditCursor } from "../../lib/audit/schema";
-import { eventId } from "../../lib/claims/schema";
-import { encodeCursor } from "../../lib/pagination";
+import { instant, isInstant, storableRepresentation, storableText, unstorableReason } from "@/lib/http/fields";
+import { auditCursor } from "@/lib/audit/schema";
+import { eventId } from "@/lib/claims/schema";
+import { encodeCursor } from "@/lib/pagination";
 
 describe("storable text", () => {
   it("refuses NUL and lone surrogates, keeps everything else (pairs, emoji, combining marks, RTL marks)", () => {

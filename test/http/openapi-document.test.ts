@@ -5,8 +5,8 @@
 import { validate } from "@readme/openapi-parser";
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
-import { json, route } from "../../lib/http/route";
-import { buildOpenApiDocument, openApiPath, operationsOf } from "../../lib/openapi/document";
+import { json, route } from "@/lib/http/route";
+import { buildOpenApiDocument, openApiPath, operationsOf } from "@/lib/openapi/document";
 
 type Node = { name: string; children: Node[] };
 const node: z.ZodType<Node> = z.object({ name: z.string(), get children() {

@@ -11,12 +11,12 @@ import { readFileSync } from "node:fs";
 import path from "node:path";
 import { validate } from "@readme/openapi-parser";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { overviewSchema } from "../../lib/overview/schema";
-import { call, signedInUser, startTestServer } from "../setup/auth";
-import { isErrorBody, makeApiKey } from "../setup/http";
-import { usePrivateDatabase } from "../setup/private-db";
-import { ROOT, stopServer, type Server } from "../setup/server";
-import { concretePath, discoverExports, HTTP_METHODS, openApiPathOf, routeLabel, type RouteExport } from "../setup/routes";
+import { overviewSchema } from "@/lib/overview/schema";
+import { call, signedInUser, startTestServer } from "@/test/setup/auth";
+import { isErrorBody, makeApiKey } from "@/test/setup/http";
+import { usePrivateDatabase } from "@/test/setup/private-db";
+import { ROOT, stopServer, type Server } from "@/test/setup/server";
+import { concretePath, discoverExports, HTTP_METHODS, openApiPathOf, routeLabel, type RouteExport } from "@/test/setup/routes";
 
 type Operation = {
   operationId: string;
@@ -42,7 +42,7 @@ const operation = (method: string, p: string): Operation | undefined => doc.path
 const declared = (op: Operation) => Object.keys(op.responses).map(Number);
 
 beforeAll(async () => {
-  onDisk = [...(await discoverExports()), ...(await discoverExports("app/metrics"))];
+  onDisk = [...(await discoverExports()), ...(await discoverExports("app/metrics")), ...(await discoverExports("app/healthz")), ...(await discoverExports("app/readyz"))];
   ({ baseUrl } = await startTestServer(spawned));
   const res = await call<Doc>(baseUrl, "GET", "/api/v1/openapi.json");
   if (res.status !== 200) throw new Error(`GET /api/v1/openapi.json → ${res.status} ${res.text}`);
@@ -105,6 +105,8 @@ describe("GET /api/v1/openapi.json", () => {
     expect(extra, "operations with no route file").toEqual([]);
     expect(operation("GET", "/api/v1/openapi.json"), "the document describes itself").toBeDefined();
     expect(operation("GET", "/metrics")).toBeDefined();
+    expect(operation("GET", "/healthz")).toBeDefined();
+    expect(operation("GET", "/readyz")).toBeDefined();
   });
 
   it("says the package's version", () => {

@@ -5,14 +5,14 @@
  */
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
-import { GET as actionsRoute } from "../../app/api/v1/actions/route";
-import { GET as auditRoute } from "../../app/api/v1/audit/route";
-import { GET as deadLettersRoute } from "../../app/api/v1/dead-letters/route";
-import { GET as replaysRoute } from "../../app/api/v1/replays/route";
-import { recordAction } from "../../lib/audit/actions";
-import { CURSOR_MESSAGE, cursorParam, decodeCursor, encodeCursor, pageOf } from "../../lib/pagination";
-import { uniq } from "../setup/db";
-import { isErrorBody, makeApiKey } from "../setup/http";
+import { GET as actionsRoute } from "@/app/api/v1/actions/route";
+import { GET as auditRoute } from "@/app/api/v1/audit/route";
+import { GET as deadLettersRoute } from "@/app/api/v1/dead-letters/route";
+import { GET as replaysRoute } from "@/app/api/v1/replays/route";
+import { recordAction } from "@/lib/audit/actions";
+import { CURSOR_MESSAGE, cursorParam, decodeCursor, encodeCursor, pageOf } from "@/lib/pagination";
+import { uniq } from "@/test/setup/db";
+import { isErrorBody, makeApiKey } from "@/test/setup/http";
 
 const b64 = (v: unknown) => Buffer.from(typeof v === "string" ? v : JSON.stringify(v)).toString("base64url");
 

@@ -1,5 +1,5 @@
 /**
- * Every route under app/api (and GET /metrics, app/metrics, outside /api for Prometheus), found on disk
+ * Every route under app/api (and GET /metrics, /healthz and /readyz, outside /api for Prometheus and probes), found on disk
  * (not listed by hand), must declare who may call it, and the
  * real server must enforce exactly that: anonymous → 401, a principal without the capability → 403, one
  * with it → neither. The principals are people (viewer, operator, admin sessions, with the Origin a
@@ -10,14 +10,14 @@
  * Public routes must be in PUBLIC_ROUTES: making a route public is a conscious, reviewed choice.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { SCOPES, type Scope } from "../../lib/auth/schema";
-import type { Role } from "../../lib/auth/roles";
-import type { RouteAccess } from "../../lib/http/route";
-import { uniq } from "../setup/db";
-import { makeApiKey } from "../setup/http";
-import { stopServer, type Server } from "../setup/server";
-import { concretePath, discoverExports, HTTP_METHODS, routeLabel, type RouteExport } from "../setup/routes";
-import { call, signedInUser, startTestServer, type CallOptions } from "../setup/auth";
+import { SCOPES, type Scope } from "@/lib/auth/schema";
+import type { Role } from "@/lib/auth/roles";
+import type { RouteAccess } from "@/lib/http/route";
+import { uniq } from "@/test/setup/db";
+import { makeApiKey } from "@/test/setup/http";
+import { stopServer, type Server } from "@/test/setup/server";
+import { concretePath, discoverExports, HTTP_METHODS, routeLabel, type RouteExport } from "@/test/setup/routes";
+import { call, signedInUser, startTestServer, type CallOptions } from "@/test/setup/auth";
 
 /** Routes anyone may call, as `METHOD /path`, each with why. */
 const PUBLIC_ROUTES: Record<string, string> = {
@@ -27,6 +27,8 @@ const PUBLIC_ROUTES: Record<string, string> = {
   "POST /api/auth/[...all]": "starting single sign-on",
   "POST /api/v1/maintenance/prune/external": "external schedulers authenticate with KEYWARD_MAINTENANCE_SECRET, not a session or key",
   "GET /api/v1/openapi.json": "the API's description holds no data; code generators and API explorers read it before they have a key",
+  "GET /healthz": "the liveness probe: load balancers and orchestrators call it without credentials",
+  "GET /readyz": "the readiness probe: load balancers and orchestrators call it without credentials",
   ...Object.fromEntries(
     HTTP_METHODS.map((m) => [`${m} /api/[[...path]]`, "an unknown API path is a 404 in the error shape for everyone"]),
   ),
@@ -62,7 +64,7 @@ function isAccess(a: unknown): a is RouteAccess {
 let exportsFound: RouteExport[];
 
 beforeAll(async () => {
-  exportsFound = [...(await discoverExports()), ...(await discoverExports("app/metrics"))];
+  exportsFound = [...(await discoverExports()), ...(await discoverExports("app/metrics")), ...(await discoverExports("app/healthz")), ...(await discoverExports("app/readyz"))];
 });
 
 describe("every route under app/api declares who may call it", () => {

@@ -6,13 +6,13 @@
  */
 import net from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { ConfigError, loadEnv } from "../../lib/config/env";
-import { httpServerOptions } from "../../lib/server/start";
-import { createApiKey } from "../../lib/auth/api-keys";
-import { cliPrincipal } from "../../lib/auth/principal";
-import { makeSource, uniq } from "../setup/db";
-import { stopServer, type Server } from "../setup/server";
-import { startTestServer } from "../setup/auth";
+import { ConfigError, loadEnv } from "@/lib/config/env";
+import { httpServerOptions } from "@/lib/server/start";
+import { createApiKey } from "@/lib/auth/api-keys";
+import { cliPrincipal } from "@/lib/auth/principal";
+import { makeSource, uniq } from "@/test/setup/db";
+import { stopServer, type Server } from "@/test/setup/server";
+import { startTestServer } from "@/test/setup/auth";
 
 const HEADERS_MS = 1000;
 const REQUEST_MS = 2000;

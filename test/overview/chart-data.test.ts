@@ -1,4 +1,5 @@
 /** The Overview's chart preparation, pure: the time grid and its gaps, slotting, ticks and units. */
+import { isLonePoint } from "@/components/charts/gaps";
 import { describe, expect, it } from "vitest";
 import {
   byteTicks,
@@ -14,11 +15,11 @@ import {
   sampleSeries,
   slotOf,
   timeTicks,
-} from "../../components/overview/chart-data";
-import { aliveFigure, expiredFigure } from "../../components/overview/prepare";
-import { formatBytes, formatCompact } from "../../components/ui/format";
-import type { MetricSample } from "../../lib/metrics/schema";
-import type { Overview } from "../../lib/overview/schema";
+} from "@/components/overview/chart-data";
+import { aliveFigure, expiredFigure } from "@/components/overview/figures";
+import { formatBytes, formatCompact } from "@/components/ui/format";
+import type { MetricSample } from "@/lib/metrics/schema";
+import type { Overview } from "@/lib/overview/schema";
 
 const T0 = Date.parse("2026-12-02T10:00:00Z");
 const min = (n: number) => T0 + n * 60_000;
@@ -36,6 +37,10 @@ function sample(t: number, v: Partial<MetricSample> = {}): MetricSample {
     inFlight: 1,
     claims: 3,
     duplicates: 1,
+    aliveKeysMin: 40,
+    aliveKeysMax: 40,
+    tableBytesMin: 1000,
+    tableBytesMax: 1000,
     ...v,
   };
 }
@@ -54,9 +59,14 @@ describe("sampleSeries", () => {
     expect(points[2]).toMatchObject({ tableBytes: null, backlogCapped: null, inFlight: null });
   });
 
-  it("marks a sample with gaps on both sides as isolated (a line needs two points; it gets a dot)", () => {
+  it("finds a value with gaps on both sides in its own series (a line needs two points; it gets a dot)", () => {
     const points = sampleSeries({ from: iso(min(0)), to: iso(min(4)), step: 60, samples: [sample(min(0)), sample(min(1)), sample(min(3))] });
-    expect(points.map((p) => p.isolated)).toEqual([false, false, false, true, false]);
+    expect(points.map((_, i) => isLonePoint(points, i, "tableBytes"))).toEqual([false, false, false, true, false]);
+    // Per series: a value lone in one series is not in another that has values around it.
+    const mixed = [{ a: 1, b: 1 }, { a: null, b: 2 }, { a: 3, b: 3 }, { a: null, b: null }, { a: 5, b: null }];
+    expect(mixed.map((_, i) => isLonePoint(mixed, i, "a"))).toEqual([true, false, true, false, true]);
+    expect(mixed.map((_, i) => isLonePoint(mixed, i, "b"))).toEqual([false, false, false, false, false]);
+    expect(isLonePoint([{ a: Number.NaN }], 0, "a")).toBe(false);
   });
 
   it("starts the grid at the slot holding `from` (slots start on multiples of the step since the epoch)", () => {
@@ -105,8 +115,8 @@ describe("series summaries", () => {
 describe("runSeries", () => {
   it("orders prune runs by start, rows and rows per second as sent (null while running)", () => {
     const runs = runSeries([
-      { startedAt: iso(min(5)), finishedAt: null, rows: 10, batches: 1, rowsPerSecond: null, stopped: null, runs: 1 },
-      { startedAt: iso(min(1)), finishedAt: iso(min(2)), rows: 6000, batches: 2, rowsPerSecond: 100, stopped: "drained", runs: 1 },
+      { startedAt: iso(min(5)), finishedAt: null, rows: 10, batches: 1, rowsPerSecond: null, stopped: null, runs: 1, failed: 0, lastError: null },
+      { startedAt: iso(min(1)), finishedAt: iso(min(2)), rows: 6000, batches: 2, rowsPerSecond: 100, stopped: "drained", runs: 1, failed: 0, lastError: null },
     ]);
     expect(runs).toEqual([
       { t: min(1), rows: 6000, rowsPerSecond: 100, batches: 2, runs: 1, stopped: "drained" },
@@ -191,6 +201,7 @@ describe("headline figures", () => {
     },
     replays: { running: 0, unhealthy: 0, stalled: 0, failing: 0 },
     sources: [],
+    sourcesMatching: 0,
   };
   const withSample = (keys: Partial<Overview["totals"]["keys"]>, s: Partial<MetricSample> = {}): Overview => ({
     ...base,

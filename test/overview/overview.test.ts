@@ -5,16 +5,17 @@
  * sources, or about consistency of the whole response.
  */
 import { beforeAll, describe, expect, it } from "vitest";
-import { claimEvent } from "../../lib/claims/claim";
-import { prisma } from "../../lib/db/client";
-import { flushClaimCounts } from "../../lib/metrics/claim-counts";
-import { takeSample } from "../../lib/metrics/sampler";
-import { getOverview } from "../../lib/overview/overview";
-import { overviewSchema, type Overview, type SourceOverview } from "../../lib/overview/schema";
-import { GET } from "../../app/api/v1/overview/route";
-import { formatPercent } from "../../components/ui/format";
-import { makeSource, sql, uniq } from "../setup/db";
-import { makeApiKey } from "../setup/http";
+import { claimEvent } from "@/lib/claims/claim";
+import { prisma } from "@/lib/db/client";
+import { flushClaimCounts } from "@/lib/metrics/claim-counts";
+import { takeSample } from "@/lib/metrics/sampler";
+import { getOverview } from "@/lib/overview/overview";
+import { overviewSchema, type Overview, type SourceOverview } from "@/lib/overview/schema";
+import { GET } from "@/app/api/v1/overview/route";
+import { formatPercent } from "@/components/ui/format";
+import { makeSource, sql, uniq } from "@/test/setup/db";
+import { makeApiKey } from "@/test/setup/http";
+import { seedDeadLetters } from "@/test/setup/replay";
 
 const HASH_A = "a".repeat(64);
 const HASH_B = "b".repeat(64);
@@ -200,6 +201,70 @@ describe("GET /api/v1/overview", () => {
   });
 });
 
+describe("GET /api/v1/overview?limit&q: which sources get rows", () => {
+  let prefix: string;
+  let key: string;
+  const read = async (qs: string) => {
+    const res = await GET(new Request(`http://localhost/api/v1/overview?${qs}`, { headers: { authorization: `Bearer ${key}` } }));
+    return { status: res.status, body: (await res.json()) as Overview & { error?: { details: { fields: { field: string; message: string }[] } } } };
+  };
+  const names = (o: Overview) => o.sources.map((s) => s.source);
+
+  beforeAll(async () => {
+    ({ key } = await makeApiKey(["read"]));
+    prefix = uniq("ov-pick");
+    for (const n of ["a", "b", "c"]) await makeSource(3600, `${prefix}-${n}`);
+    // b the busiest, then c; a none.
+    for (let i = 0; i < 5; i++) await claimEvent({ source: `${prefix}-b`, eventId: `e${i}`, eventType: "t" });
+    for (let i = 0; i < 2; i++) await claimEvent({ source: `${prefix}-c`, eventId: `e${i}`, eventType: "t" });
+    await flushClaimCounts();
+  });
+
+  it("q keeps the sources whose name contains it, in any case, by name; totals still cover every source", async () => {
+    const { status, body } = await read(`q=${encodeURIComponent(`  ${prefix.toUpperCase()} `)}`);
+    expect(status).toBe(200);
+    expect(overviewSchema.parse(body)).toBeTruthy();
+    expect(names(body)).toEqual([`${prefix}-a`, `${prefix}-b`, `${prefix}-c`]);
+    expect(body.sourcesMatching).toBe(3);
+    expect(body.totals.sources).toBeGreaterThan(3); // other files' sources are in the totals, not in the rows
+    expect(body.totals.lastHour.claimed).toBeGreaterThanOrEqual(7);
+  });
+
+  it("past limit: the busiest first (last hour's deliveries, then alive keys), and how many match", async () => {
+    const { body } = await read(`q=${prefix}&limit=2`);
+    expect(names(body)).toEqual([`${prefix}-b`, `${prefix}-c`]);
+    expect(body.sourcesMatching).toBe(3);
+    const one = await read("limit=1");
+    expect(one.body.sources).toHaveLength(1);
+    expect(one.body.sourcesMatching).toBe(one.body.totals.sources); // no q: every source matches, in the same read
+    const none = await read(`q=${prefix}-zzz`);
+    expect(none.body).toMatchObject({ sources: [], sourcesMatching: 0 });
+  });
+
+  it("without limit, a row for every source (the answer before limit existed)", async () => {
+    const { body } = await read("");
+    expect(body.sources).toHaveLength(body.totals.sources);
+    expect(body.sourcesMatching).toBe(body.totals.sources);
+    expect(names(body)).toEqual(expect.arrayContaining([`${prefix}-a`, `${prefix}-b`, `${prefix}-c`]));
+  });
+
+  it("refuses a limit that is not a whole number from 1 to 1000, and a q PostgreSQL could not hold, naming the field (422)", async () => {
+    for (const [qs, field, message] of [
+      ["limit=0", "limit", /1/],
+      ["limit=1001", "limit", /at most 1000/],
+      ["limit=2.5", "limit", /whole number/],
+      ["limit=many", "limit", /number/],
+      ["q=a%00b", "q", /NUL/],
+      [`q=${"x".repeat(201)}`, "q", /200/],
+    ] as const) {
+      const { status, body } = await read(qs);
+      expect(status, qs).toBe(422);
+      expect(body.error!.details.fields.map((f) => f.field), qs).toEqual([field]);
+      expect(body.error!.details.fields[0].message, qs).toMatch(message);
+    }
+  });
+});
+
 describe("overview display helpers", () => {
   it("formats a share without dividing by zero or rounding a real figure to 0%", () => {
     expect(formatPercent(0, 0)).toBe("—");
@@ -208,3 +273,17 @@ describe("overview display helpers", () => {
     expect(formatPercent(1, 40)).toBe("2.5%");
   });
 });
+
+describe("getOverview: dead letters", () => {
+  it("counts the pending letters and names when the oldest failed; a delivered one is not pending", async () => {
+    const source = await makeSource(3600, uniq("ov-dl"));
+    const before = (await getOverview()).deadLetters!;
+    const failedAt = "2020-01-02T03:04:05.000Z"; // older than any other test's letters
+    const [a] = await seedDeadLetters(source, [uniq("e"), uniq("e"), uniq("e")], { failedAt });
+    await sql("UPDATE dead_letters SET status = 'delivered', settled_at = now() WHERE id = $1", [a]);
+    const after = (await getOverview()).deadLetters!;
+    expect(after.pending).toBeGreaterThanOrEqual(before.pending + 2);
+    expect(after.oldestPendingAt).toBe(failedAt);
+  });
+});
+

@@ -6,12 +6,13 @@
  * one row and one audit row; and an extension that widens the source's reach and moves the key (as a
  * replay preflight's does) makes either version retry, never insert a second row.
  */
+import { connectionDb } from "@/lib/db/transaction";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { CLAIM_PARTITIONED_ONE_SQL, CLAIM_PARTITIONED_SQL, claimEvent, claimEvents, claimStatement } from "../../lib/claims/claim";
-import type { ClaimResult } from "../../lib/claims/schema";
-import { makeSource, sql, uniq } from "../setup/db";
-import { usePrivateDatabase } from "../setup/private-db";
+import { CLAIM_PARTITIONED_ONE_SQL, CLAIM_PARTITIONED_SQL, claimEvent, claimEvents, claimStatement } from "@/lib/claims/claim";
+import type { ClaimResult } from "@/lib/claims/schema";
+import { makeSource, sql, uniq } from "@/test/setup/db";
+import { usePrivateDatabase } from "@/test/setup/private-db";
 
 const db = usePrivateDatabase();
 const DAY = 86400;
@@ -52,8 +53,8 @@ async function warm(source: string) {
   await Promise.all(
     Array.from({ length: 50 }, (_, i) =>
       i % 2
-        ? claimEvent({ source, eventId: uniq("warm"), eventType: "t" }, { on: wide })
-        : claimEvents({ source, events: [{ eventId: uniq("warm"), eventType: "t" }, { eventId: uniq("warm"), eventType: "t" }] }, { on: wide }),
+        ? claimEvent({ source, eventId: uniq("warm"), eventType: "t" }, {}, connectionDb(wide))
+        : claimEvents({ source, events: [{ eventId: uniq("warm"), eventType: "t" }, { eventId: uniq("warm"), eventType: "t" }] }, {}, connectionDb(wide)),
     ),
   );
 }
@@ -81,15 +82,15 @@ describe("partition mode: the one-event claim", () => {
         );
         return { one: Number(rows[0].one ?? 0), batch: Number(rows[0].batch ?? 0) };
       };
-      expect(await claimEvent({ source, eventId, eventType: "t" }, { on: c })).toMatchObject({ outcome: "claimed" });
+      expect(await claimEvent({ source, eventId, eventType: "t" }, {}, connectionDb(c))).toMatchObject({ outcome: "claimed" });
       expect(await calls()).toEqual({ one: 1, batch: 0 });
-      expect(await claimEvent({ source, eventId, eventType: "t" }, { on: c })).toMatchObject({ outcome: "duplicate", duplicateCount: 1 });
+      expect(await claimEvent({ source, eventId, eventType: "t" }, {}, connectionDb(c))).toMatchObject({ outcome: "duplicate", duplicateCount: 1 });
       expect(await calls()).toEqual({ one: 2, batch: 0 });
       // Two occurrences of one event are one distinct event: still the scalar function.
-      const twice = await claimEvents({ source, events: [{ eventId: `${eventId}-2`, eventType: "t" }, { eventId: `${eventId}-2`, eventType: "t" }] }, { on: c });
+      const twice = await claimEvents({ source, events: [{ eventId: `${eventId}-2`, eventType: "t" }, { eventId: `${eventId}-2`, eventType: "t" }] }, {}, connectionDb(c));
       expect(twice.map((r) => r.outcome)).toEqual(["claimed", "duplicate"]);
       expect(await calls()).toEqual({ one: 3, batch: 0 });
-      const batch = await claimEvents({ source, events: [{ eventId, eventType: "t" }, { eventId: `${eventId}-b`, eventType: "t" }] }, { on: c });
+      const batch = await claimEvents({ source, events: [{ eventId, eventType: "t" }, { eventId: `${eventId}-b`, eventType: "t" }] }, {}, connectionDb(c));
       expect(batch.map((r) => r.outcome)).toEqual(["duplicate", "claimed"]);
       expect(await calls()).toEqual({ one: 3, batch: 1 });
       await c.query("COMMIT");
@@ -147,10 +148,10 @@ describe("partition mode: the one-event claim", () => {
         Array.from({ length: 8 }, (_, i) =>
           keys.map((eventId) =>
             i % 2
-              ? claimEvent({ source, eventId, eventType: "t", leaseSeconds }, { on: wide }).then((r) => [r])
+              ? claimEvent({ source, eventId, eventType: "t", leaseSeconds }, {}, connectionDb(wide)).then((r) => [r])
               : claimEvents(
                   { source, leaseSeconds, events: (i % 4 ? [`${eventId}-o${i}`, eventId] : [eventId, `${eventId}-o${i}`]).map((id) => ({ eventId: id, eventType: "t" })) },
-                  { on: wide },
+                  {}, connectionDb(wide),
                 ),
           ),
         ).flat(),
@@ -249,8 +250,8 @@ describe("partition mode: the one-event claim", () => {
         const id = ids[(w * 5 + round) % ids.length];
         const got =
           w % 4 === 3
-            ? await claimEvents({ source, events: [id, ids[(w + round + 7) % ids.length]].map((eventId) => ({ eventId, eventType: "t" })) }, { on: wide })
-            : [await claimEvent({ source, eventId: id, eventType: "t" }, { on: wide })];
+            ? await claimEvents({ source, events: [id, ids[(w + round + 7) % ids.length]].map((eventId) => ({ eventId, eventType: "t" })) }, {}, connectionDb(wide))
+            : [await claimEvent({ source, eventId: id, eventType: "t" }, {}, connectionDb(wide))];
         outcomes.push(...got.map((r) => r.outcome));
       }
     });

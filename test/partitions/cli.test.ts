@@ -5,8 +5,8 @@
 import { execFile } from "node:child_process";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
-import { makeSource, sql } from "../setup/db";
-import { usePrivateDatabase } from "../setup/private-db";
+import { makeSource, sql } from "@/test/setup/db";
+import { usePrivateDatabase } from "@/test/setup/private-db";
 
 usePrivateDatabase();
 

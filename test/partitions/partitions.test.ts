@@ -4,20 +4,21 @@
  * (source, event_id) stays unique across partition boundaries under concurrency, every writer still
  * works, pruning drops only ended days, and partitions are kept created ahead.
  */
+import { connectionDb } from "@/lib/db/transaction";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { claimEvent, claimEvents } from "../../lib/claims/claim";
-import { completeClaim, releaseClaim } from "../../lib/claims/settle";
-import { getKeyState } from "../../lib/claims/state";
-import { readDedupMode } from "../../lib/claims/mode";
-import { pruneExpiredKeys } from "../../lib/retention/prune";
-import { disablePartitionMode, enablePartitionMode, ensureDedupPartitions, partitionStatus } from "../../lib/retention/partitions";
-import { extendLiveKeys, updateSource } from "../../lib/sources/sources";
-import { cliPrincipal } from "../../lib/auth/principal";
-import type { PruneOutcome, PruneRunRecord } from "../../lib/retention/prune-schema";
-import { makeSource, sql, uniq } from "../setup/db";
-import { insertKeys } from "../setup/keys";
-import { usePrivateDatabase } from "../setup/private-db";
+import { claimEvent, claimEvents } from "@/lib/claims/claim";
+import { completeClaim, releaseClaim } from "@/lib/claims/settle";
+import { getKeyState } from "@/lib/claims/state";
+import { readDedupMode } from "@/lib/claims/mode";
+import { pruneExpiredKeys } from "@/lib/retention/prune";
+import { disablePartitionMode, enablePartitionMode, ensureDedupPartitions, partitionStatus } from "@/lib/retention/partitions";
+import { extendLiveKeys, updateSource } from "@/lib/sources/sources";
+import { cliPrincipal } from "@/lib/auth/principal";
+import type { PruneOutcome, PruneRunRecord } from "@/lib/retention/prune-schema";
+import { makeSource, sql, uniq } from "@/test/setup/db";
+import { insertKeys } from "@/test/setup/keys";
+import { usePrivateDatabase } from "@/test/setup/private-db";
 
 const db = usePrivateDatabase();
 const DAY = 86400;
@@ -148,7 +149,7 @@ describe("partition mode", () => {
     const source = await makeSource(7 * DAY);
     // The first claim on a connection plans the function's statements (over every partition): warm all
     // 50 connections first, so that the race measures claims, not planning inside the key's lock.
-    await Promise.all(Array.from({ length: 50 }, () => claimEvent({ source, eventId: uniq("warm"), eventType: "t" }, { on: wide })));
+    await Promise.all(Array.from({ length: 50 }, () => claimEvent({ source, eventId: uniq("warm"), eventType: "t" }, {}, connectionDb(wide))));
     for (const existing of [true, false]) {
       const eventId = uniq(existing ? "race-expired" : "race-new");
       if (existing) {
@@ -160,7 +161,7 @@ describe("partition mode", () => {
         expect(await partitionFor("(now() - interval '1 minute')")).not.toBe(await partitionFor("(now() + interval '7 days')"));
       }
       const results = await Promise.all(
-        Array.from({ length: 50 }, () => claimEvent({ source, eventId, eventType: "t" }, { on: wide })),
+        Array.from({ length: 50 }, () => claimEvent({ source, eventId, eventType: "t" }, {}, connectionDb(wide))),
       );
       const outcomes = results.map((r) => r.outcome);
       expect(outcomes.filter((o) => o === "claimed")).toHaveLength(1);
@@ -196,12 +197,12 @@ describe("partition mode", () => {
       [short, nearEdge, expired, long, longKey],
     );
     const claims = [
-      ...Array.from({ length: 12 }, () => claimEvent({ source: short, eventId: nearEdge, eventType: "t" }, { on: wide })),
-      ...Array.from({ length: 12 }, () => claimEvent({ source: short, eventId: expired, eventType: "t" }, { on: wide })),
-      ...Array.from({ length: 12 }, () => claimEvent({ source: short, eventId: fresh, eventType: "t" }, { on: wide })),
-      ...Array.from({ length: 12 }, () => claimEvent({ source: long, eventId: longKey, eventType: "t" }, { on: wide })),
-      ...Array.from({ length: 12 }, () => claimEvent({ source: long, eventId: fresh, eventType: "t" }, { on: wide })),
-      claimEvents({ source: short, events: [nearEdge, expired, fresh].map((eventId) => ({ eventId, eventType: "t" })) }, { on: wide }),
+      ...Array.from({ length: 12 }, () => claimEvent({ source: short, eventId: nearEdge, eventType: "t" }, {}, connectionDb(wide))),
+      ...Array.from({ length: 12 }, () => claimEvent({ source: short, eventId: expired, eventType: "t" }, {}, connectionDb(wide))),
+      ...Array.from({ length: 12 }, () => claimEvent({ source: short, eventId: fresh, eventType: "t" }, {}, connectionDb(wide))),
+      ...Array.from({ length: 12 }, () => claimEvent({ source: long, eventId: longKey, eventType: "t" }, {}, connectionDb(wide))),
+      ...Array.from({ length: 12 }, () => claimEvent({ source: long, eventId: fresh, eventType: "t" }, {}, connectionDb(wide))),
+      claimEvents({ source: short, events: [nearEdge, expired, fresh].map((eventId) => ({ eventId, eventType: "t" })) }, {}, connectionDb(wide)),
     ];
     const results = (await Promise.all(claims)).flat();
     const byKey = new Map<string, string[]>();
@@ -245,7 +246,7 @@ describe("partition mode", () => {
       return pick;
     });
     const results = await Promise.all(
-      batches.map((pick) => claimEvents({ source, events: pick.map((eventId) => ({ eventId, eventType: "t" })) }, { on: wide })),
+      batches.map((pick) => claimEvents({ source, events: pick.map((eventId) => ({ eventId, eventType: "t" })) }, {}, connectionDb(wide))),
     );
     const claimedPerId = new Map<string, number>();
     for (const r of results.flat()) if (r.outcome === "claimed") claimedPerId.set(r.eventId, (claimedPerId.get(r.eventId) ?? 0) + 1);

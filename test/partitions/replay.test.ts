@@ -4,14 +4,14 @@
  * of its new expiry day, never creates a second row of a key and never resurrects an expired one.
  */
 import { describe, expect, it } from "vitest";
-import { claimEvent } from "../../lib/claims/claim";
-import { completeClaim } from "../../lib/claims/settle";
-import { cliPrincipal } from "../../lib/auth/principal";
-import { createPreflight, extendPreflight } from "../../lib/replay/preflight";
-import { enablePartitionMode } from "../../lib/retention/partitions";
-import { makeSource, sql, uniq } from "../setup/db";
-import { seedDeadLetters, setKeyExpiry } from "../setup/replay";
-import { usePrivateDatabase } from "../setup/private-db";
+import { claimEvent } from "@/lib/claims/claim";
+import { completeClaim } from "@/lib/claims/settle";
+import { cliPrincipal } from "@/lib/auth/principal";
+import { createPreflight, extendPreflight } from "@/lib/replay/preflight";
+import { enablePartitionMode } from "@/lib/retention/partitions";
+import { makeSource, sql, uniq } from "@/test/setup/db";
+import { seedDeadLetters, setKeyExpiry } from "@/test/setup/replay";
+import { usePrivateDatabase } from "@/test/setup/private-db";
 
 usePrivateDatabase();
 const ACTOR = cliPrincipal();

@@ -2,15 +2,15 @@
  * `keyward source advice` as a user runs it: `node bin/keyward.cjs …` in a child process against this run's
  * test database — the text report, `--json` (the API's exact answer), and the refusals.
  */
-import { parseInput } from "../../lib/http/validate";
-import { createSourceRequest } from "../../lib/sources/schema";
+import { parseInput } from "@/lib/http/validate";
+import { createSourceRequest } from "@/lib/sources/schema";
 import { execFile } from "node:child_process";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
-import { adviceSchema } from "../../lib/retention/advice-schema";
-import { cliPrincipal } from "../../lib/auth/principal";
-import { createSource } from "../../lib/sources/sources";
-import { sql, uniq } from "../setup/db";
+import { adviceSchema } from "@/lib/retention/advice-schema";
+import { cliPrincipal } from "@/lib/auth/principal";
+import { createSource } from "@/lib/sources/sources";
+import { sql, uniq } from "@/test/setup/db";
 
 const ROOT = path.resolve(import.meta.dirname, "../..");
 const BIN = path.join(ROOT, "bin/keyward.cjs");
@@ -62,6 +62,6 @@ describe("keyward source advice", { timeout: 200_000 }, () => {
     expect(missing.stderr).toContain('keyward: no source named "no-such-source-cli"');
     const bad = await keyward("source", "advice", "no-such-source-cli", "--window", "2y");
     expect(bad.code).toBe(1);
-    expect(bad.stderr).toMatch(/keyward: window: "2y" is not a duration/);
+    expect(bad.stderr).toMatch(/keyward: invalid request: window: "2y" is not a duration/);
   });
 });

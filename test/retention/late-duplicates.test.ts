@@ -7,15 +7,15 @@
  * asserts only about its own sources.
  */
 import { beforeAll, describe, expect, it } from "vitest";
-import { GET as lateRoute } from "../../app/api/v1/sources/[name]/late-duplicates/route";
-import { claimEvent } from "../../lib/claims/claim";
-import { releaseClaim } from "../../lib/claims/settle";
-import { parseInput } from "../../lib/http/validate";
-import { listLateDuplicates } from "../../lib/retention/advice";
-import { lateDuplicatesQuery } from "../../lib/retention/advice-schema";
-import { detectLateDuplicates } from "../../lib/retention/late-duplicates";
-import { makeSource, sql, uniq } from "../setup/db";
-import { makeApiKey } from "../setup/http";
+import { GET as lateRoute } from "@/app/api/v1/sources/[name]/late-duplicates/route";
+import { claimEvent } from "@/lib/claims/claim";
+import { releaseClaim } from "@/lib/claims/settle";
+import { parseInput } from "@/lib/http/validate";
+import { listLateDuplicates } from "@/lib/retention/advice";
+import { lateDuplicatesQuery } from "@/lib/retention/advice-schema";
+import { detectLateDuplicates } from "@/lib/retention/late-duplicates";
+import { makeSource, sql, uniq } from "@/test/setup/db";
+import { makeApiKey } from "@/test/setup/http";
 
 const D = 86400;
 let start: Date;
@@ -208,9 +208,10 @@ describe("the late-duplicate job", () => {
 
     expect((await get("no-such-source-x", "")).status).toBe(404);
     const bad = await get(source, "window=30x");
-    expect(bad.status).toBe(400);
-    expect(bad.body.error.code).toBe("invalid_window");
-    expect((await get(source, "window=365d")).status).toBe(400);
+    expect(bad.status).toBe(422);
+    expect(bad.body.error.code).toBe("invalid_request");
+    expect(bad.body.error.details.fields).toEqual([expect.objectContaining({ field: "window" })]);
+    expect((await get(source, "window=365d")).status).toBe(422);
     const forged = await get(source, `cursor=${Buffer.from('["2026-02-30T00:00:00.000000Z","x"]').toString("base64url")}`);
     expect(forged.status).toBe(422);
     expect(forged.body.error.message).toContain("cursor");

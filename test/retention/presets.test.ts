@@ -1,8 +1,8 @@
 /** TTL presets and invariant checks: pure rules, no database. */
 import { describe, expect, it } from "vitest";
-import { findPreset, PRESETS, ttlFloorFor, ttlOfParts } from "../../lib/retention/presets";
-import { checkInvariants, type RetentionFacts } from "../../lib/retention/invariants";
-import { MAX_TTL_SECONDS, createSourceRequest, applySourceUpdate } from "../../lib/sources/schema";
+import { findPreset, PRESETS, ttlFloorFor, ttlOfParts } from "@/lib/retention/presets";
+import { checkInvariants, type RetentionFacts } from "@/lib/retention/invariants";
+import { MAX_TTL_SECONDS, createSourceRequest, applySourceUpdate } from "@/lib/sources/schema";
 
 const d = 86400;
 const facts = (over: Partial<RetentionFacts> = {}): RetentionFacts => {

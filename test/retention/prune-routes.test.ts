@@ -5,12 +5,13 @@
  * prunes the whole table.
  */
 import { afterEach, describe, expect, it } from "vitest";
-import { GET as listRoute, POST as pruneRoute } from "../../app/api/v1/maintenance/prune/route";
-import { POST as externalRoute } from "../../app/api/v1/maintenance/prune/external/route";
-import { makeSource, sql } from "../setup/db";
-import { isErrorBody, makeApiKey, post, type Called } from "../setup/http";
-import { countKeys, insertKeys } from "../setup/keys";
-import { usePrivateDatabase } from "../setup/private-db";
+import { GET as listRoute, POST as pruneRoute } from "@/app/api/v1/maintenance/prune/route";
+import { POST as externalRoute } from "@/app/api/v1/maintenance/prune/external/route";
+import { makeSource, sql } from "@/test/setup/db";
+import { isErrorBody, makeApiKey, post, type Called } from "@/test/setup/http";
+import { countKeys, insertKeys } from "@/test/setup/keys";
+import { usePrivateDatabase } from "@/test/setup/private-db";
+import type { Json } from "@/test/setup/json";
 
 usePrivateDatabase();
 
@@ -57,7 +58,7 @@ describe("POST /api/v1/maintenance/prune", () => {
     expect(res.body.run).toMatchObject({ rows: 250, batches: 3, trigger: "api", actor: `apikey:${operator.name}`, stopped: "drained" });
     expect(res.body.run.rowsPerSecond).toBeGreaterThan(0);
     expect(await countKeys(source)).toBe(5);
-    const actions = await sql<{ actor: string; detail: any }>(
+    const actions = await sql<{ actor: string; detail: Json }>(
       "SELECT actor, detail FROM audit_events WHERE kind = 'operator' AND detail->>'action' = 'prune.run' AND actor = $1",
       [`apikey:${operator.name}`],
     );

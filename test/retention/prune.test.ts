@@ -6,14 +6,15 @@
  */
 import pg from "pg";
 import { describe, expect, it } from "vitest";
-import { PRUNE_LEASE, PRUNE_LEASE_SECONDS, pruneExpiredKeys, listPruneRuns } from "../../lib/retention/prune";
-import { releaseLease, takeLease } from "../../lib/db/lease";
-import { rowsPerSecond, type PruneOutcome, type PruneRunRecord } from "../../lib/retention/prune-schema";
-import { claimEvent } from "../../lib/claims/claim";
-import { closeDb } from "../../lib/db/client";
-import { makeSource, sql, uniq } from "../setup/db";
-import { countKeys, insertKeys } from "../setup/keys";
-import { usePrivateDatabase } from "../setup/private-db";
+import { PRUNE_LEASE, PRUNE_LEASE_SECONDS, pruneExpiredKeys, listPruneRuns } from "@/lib/retention/prune";
+import { releaseLease, takeLease } from "@/lib/db/lease";
+import { rowsPerSecond, type PruneOutcome, type PruneRunRecord } from "@/lib/retention/prune-schema";
+import { claimEvent } from "@/lib/claims/claim";
+import { closeDb } from "@/lib/db/client";
+import { connectionDb } from "@/lib/db/transaction";
+import { makeSource, sql, uniq } from "@/test/setup/db";
+import { countKeys, insertKeys } from "@/test/setup/keys";
+import { usePrivateDatabase } from "@/test/setup/private-db";
 
 const db = usePrivateDatabase();
 
@@ -152,7 +153,7 @@ describe("pruneExpiredKeys", () => {
     const other = new pg.Client({ connectionString: db.url() });
     await other.connect();
     try {
-      expect(await takeLease(PRUNE_LEASE, "other-host:4242:abcd", PRUNE_LEASE_SECONDS, other)).toBe(true);
+      expect(await takeLease(PRUNE_LEASE, "other-host:4242:abcd", PRUNE_LEASE_SECONDS, connectionDb(other))).toBe(true);
       const [{ n: runsBefore }] = await sql<{ n: number }>("SELECT count(*) AS n FROM prune_runs");
       const t0 = performance.now();
       expect(await pruneExpiredKeys({ trigger: "schedule" })).toEqual({ skipped: "another prune is running" });
@@ -161,11 +162,11 @@ describe("pruneExpiredKeys", () => {
       const [{ n: runsAfter }] = await sql<{ n: number }>("SELECT count(*) AS n FROM prune_runs");
       expect(runsAfter).toBe(runsBefore);
 
-      await releaseLease(PRUNE_LEASE, "other-host:4242:abcd", other);
+      await releaseLease(PRUNE_LEASE, "other-host:4242:abcd", connectionDb(other));
       expect(ran(await pruneExpiredKeys({ trigger: "schedule", pauseMs: 0 })).rows).toBe(300);
       // The run gave the lease back: another holder can take it at once.
-      expect(await takeLease(PRUNE_LEASE, "other-host:4242:efgh", PRUNE_LEASE_SECONDS, other)).toBe(true);
-      await releaseLease(PRUNE_LEASE, "other-host:4242:efgh", other);
+      expect(await takeLease(PRUNE_LEASE, "other-host:4242:efgh", PRUNE_LEASE_SECONDS, connectionDb(other))).toBe(true);
+      await releaseLease(PRUNE_LEASE, "other-host:4242:efgh", connectionDb(other));
     } finally {
       await other.end();
     }
@@ -195,7 +196,7 @@ describe("pruneExpiredKeys", () => {
       for (let round = 0; round < 5; round++) {
         await insertKeys(source, 300, "now() - interval '1 hour'", `r${round}-`);
         const outcomes = await Promise.all(
-          [undefined, ...pools].map((on) => pruneExpiredKeys({ trigger: "schedule", batchSize: 100, pauseMs: 50, on })),
+          [undefined, ...pools].map((on) => pruneExpiredKeys({ trigger: "schedule", batchSize: 100, pauseMs: 50 }, on && connectionDb(on))),
         );
         for (const o of outcomes) if ("run" in o) runs.push(o.run);
         skips += outcomes.filter((o) => "skipped" in o).length;

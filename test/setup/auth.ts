@@ -3,11 +3,12 @@
  * real server for a test file, and HTTP calls against it as a person (session cookie, with the Origin a
  * browser sends) or as a machine (API key).
  */
-import { createUser } from "../../lib/auth/users";
-import { cliPrincipal } from "../../lib/auth/principal";
-import type { Role } from "../../lib/auth/roles";
+import { createUser } from "@/lib/auth/users";
+import { cliPrincipal } from "@/lib/auth/principal";
+import type { Role } from "@/lib/auth/roles";
 import { uniq } from "./db";
 import { baseEnv, freePort, startKeyward, type Server } from "./server";
+import type { Json } from "./json";
 
 /** Long enough for the 12-character minimum, and easy to search for in logs and rows. */
 export const testPassword = () => `pw-${uniq("secret")}-${uniq("x")}`;
@@ -35,7 +36,7 @@ export async function startTestServer(spawned: Server[], extraEnv: Record<string
   return { server, baseUrl: `http://127.0.0.1:${port}` };
 }
 
-export type HttpResult<B = any> = { status: number; body: B; text: string; headers: Headers };
+export type HttpResult<B = Json> = { status: number; body: B; text: string; headers: Headers };
 
 export type CallOptions = {
   /** `name=value` cookie pairs as a browser would send them. */
@@ -52,7 +53,7 @@ export type CallOptions = {
 };
 
 /** One HTTP request to the real server; the body is parsed as JSON when it is JSON. */
-export async function call<B = any>(baseUrl: string, method: string, path: string, o: CallOptions = {}): Promise<HttpResult<B>> {
+export async function call<B = Json>(baseUrl: string, method: string, path: string, o: CallOptions = {}): Promise<HttpResult<B>> {
   const headers: Record<string, string> = { ...o.headers };
   if (o.cookie) headers.cookie = o.cookie;
   if (o.key) headers.authorization = `Bearer ${o.key}`;

@@ -2,8 +2,8 @@
 import { randomInt } from "node:crypto";
 import { existsSync } from "node:fs";
 import { chromium, type Browser, type BrowserContext, type Page } from "playwright-core";
-import { cliPrincipal } from "../../lib/auth/principal";
-import { createUser } from "../../lib/auth/users";
+import { cliPrincipal } from "@/lib/auth/principal";
+import { createUser } from "@/lib/auth/users";
 import { uniq } from "./db";
 
 export const CHROMIUM = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
@@ -52,6 +52,7 @@ export async function openPage(browser: Browser, contexts: BrowserContext[]): Pr
   const page = await context.newPage();
   const errors: string[] = [];
   page.on("pageerror", (e) => errors.push(String(e)));
-  page.on("console", (m) => m.type() === "error" && errors.push(m.text()));
+  // With the resource's address: "Failed to load resource: … 404" alone does not say which one.
+  page.on("console", (m) => m.type() === "error" && errors.push(m.location().url ? `${m.text()} (${m.location().url})` : m.text()));
   return { page, errors };
 }

@@ -1,8 +1,10 @@
 /** Helpers for tests: the run's database URL, unique names, raw SQL, and a source with a chosen TTL. */
 import { randomBytes } from "node:crypto";
 import { expect, inject } from "vitest";
-import { query } from "../../lib/db/sql";
-import { prisma } from "../../lib/db/client";
+import { z } from "zod";
+import { query, type PreparedSql } from "@/lib/db/sql";
+import type { Db } from "@/lib/db/transaction";
+import { prisma } from "@/lib/db/client";
 
 process.env.DATABASE_URL = inject("databaseUrl");
 // Test files share this database, and many keep expired-but-not-yet-pruned keys on purpose: no server a
@@ -17,7 +19,12 @@ process.env.KEYWARD_LATE_DUPLICATES_INTERVAL_SECONDS = "0";
 
 export const uniq = (prefix = "t") => `${prefix}-${randomBytes(4).toString("hex")}`;
 
-export const sql = query;
+/**
+ * A test's own look at the database: rows of the type the test states, not checked (the test's assertions
+ * are the check). lib/ declares each row with a schema instead (lib/db/sql.ts query).
+ */
+export const sql = <Row extends object>(text: string | PreparedSql, values: unknown[] = [], db?: Db): Promise<Row[]> =>
+  query(z.custom<Row>(), text, values, db);
 
 /**
  * Waits until the database clock is past `at`. For a time kept where a test cannot move it (the audit
@@ -25,7 +32,7 @@ export const sql = query;
  * (`UPDATE … SET expires_at = now() - interval '1 second'`).
  */
 export async function untilDatabaseClockPasses(at: string | Date, timeoutMs = 10_000): Promise<void> {
-  const past = async () => (await query<{ past: boolean }>("SELECT $1::timestamptz < now() AS past", [at]))[0].past;
+  const past = async () => (await query(z.object({ past: z.boolean() }), "SELECT $1::timestamptz < now() AS past", [at]))[0].past;
   await expect.poll(past, { timeout: timeoutMs, interval: 50 }).toBe(true);
 }
 

@@ -14,9 +14,9 @@
  */
 import type { Browser, BrowserContext, Page } from "playwright-core";
 import { afterAll, beforeAll } from "vitest";
-import { cliPrincipal } from "../../lib/auth/principal";
-import type { Role } from "../../lib/auth/roles";
-import { createUser } from "../../lib/auth/users";
+import { cliPrincipal } from "@/lib/auth/principal";
+import type { Role } from "@/lib/auth/roles";
+import { createUser } from "@/lib/auth/users";
 import { launchChromium, openPage } from "./browser";
 import { uniq } from "./db";
 import { baseEnv, freePort, startKeyward, stopServer, type Server } from "./server";
@@ -25,7 +25,7 @@ import { baseEnv, freePort, startKeyward, stopServer, type Server } from "./serv
 export const PASSWORD = "correct-horse-battery";
 
 /** The console screens reached from the navigation, and their paths. */
-export type Screen = "Audit" | "Replay" | "Sources";
+export type Screen = "Audit" | "Notifications" | "Replay" | "Sources";
 
 export type ConsoleServer = {
   /** http://127.0.0.1:<port> of the server (set once beforeAll has run). */
@@ -37,11 +37,18 @@ export type ConsoleServer = {
   makeUser(role: Role): Promise<string>;
   /** Signs in on the sign-in page and waits for the Overview. */
   signIn(page: Page, username: string, password?: string): Promise<void>;
-  /** A new user of `role` signs in on `page`, then opens `screen` from the navigation when given; returns the username. */
+  /** A new user of `role` signs in on `page` (opening `screen` first when given, so sign-in returns there); returns the username. */
   signInAs(page: Page, role: Role, screen?: Screen): Promise<string>;
   /** Another `keyward start` on the same database with `env` added (no KEYWARD_TRUST_PROXY); stopped in afterAll. Its base URL. */
   startAnother(env: Record<string, string>): Promise<string>;
 };
+
+/** Fills and submits the sign-in form of the page the browser is on, as a person would. */
+export async function submitSignIn(page: Page, username: string, password = PASSWORD): Promise<void> {
+  await page.getByLabel("Username", { exact: true }).fill(username);
+  await page.getByLabel("Password", { exact: true }).fill(password);
+  await page.getByRole("button", { name: "Sign in", exact: true }).click();
+}
 
 const SERVER_START_MS = 660_000; // the first file to start a server may wait for the console's build
 
@@ -73,18 +80,21 @@ export function useConsoleServer(env: Record<string, string> = {}): ConsoleServe
     },
     async signIn(page, username, password = PASSWORD) {
       await page.goto(baseUrl + "/sign-in");
-      await page.getByLabel("Username", { exact: true }).fill(username);
-      await page.getByLabel("Password", { exact: true }).fill(password);
-      await page.getByRole("button", { name: "Sign in", exact: true }).click();
+      await submitSignIn(page, username, password);
       await page.waitForURL(baseUrl + "/");
     },
     async signInAs(page, role, screen) {
       const username = await fixture.makeUser(role);
-      await fixture.signIn(page, username);
-      if (screen) {
-        await page.getByRole("navigation", { name: "Console" }).getByRole("link", { name: screen }).click();
-        await page.waitForURL(`${baseUrl}/${screen.toLowerCase()}`);
+      if (!screen) {
+        await fixture.signIn(page, username);
+        return username;
       }
+      // As from a link: the screen sends them to sign in, which returns them there (lib/auth/return-to.ts).
+      const url = `${baseUrl}/${screen.toLowerCase()}`;
+      await page.goto(url);
+      await page.waitForURL(`${baseUrl}/sign-in?next=${encodeURIComponent(`/${screen.toLowerCase()}`)}`);
+      await submitSignIn(page, username);
+      await page.waitForURL(url);
       return username;
     },
     startAnother: (extra) => serve(extra),

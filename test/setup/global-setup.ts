@@ -7,8 +7,8 @@
 import { randomBytes } from "node:crypto";
 import pg from "pg";
 import type { TestProject } from "vitest/node";
-import { migrate } from "../../lib/db/migrate";
-import { buildIfNeeded } from "../../lib/server/build";
+import { migrate } from "@/lib/db/migrate";
+import { buildIfNeeded } from "@/lib/server/build";
 
 const SERVER_URL = process.env.TEST_DATABASE_URL ?? "postgresql://postgres@127.0.0.1:5432/postgres";
 

@@ -2,10 +2,11 @@
  * Helpers for calling the route handlers in-process exactly as Next would (a Web Request in, a Response
  * out), for creating API keys, and for reading a key's row and audit history with raw SQL.
  */
-import { createApiKey } from "../../lib/auth/api-keys";
-import { cliPrincipal } from "../../lib/auth/principal";
-import type { Scope } from "../../lib/auth/schema";
+import { createApiKey } from "@/lib/auth/api-keys";
+import { cliPrincipal } from "@/lib/auth/principal";
+import type { Scope } from "@/lib/auth/schema";
 import { sql, uniq } from "./db";
+import type { Json } from "./json";
 
 /** Creates an API key with these scopes; returns the key in clear and its name. */
 export async function makeApiKey(scopes: Scope[] = ["claims:write"]): Promise<{ key: string; name: string; id: string }> {
@@ -15,7 +16,7 @@ export async function makeApiKey(scopes: Scope[] = ["claims:write"]): Promise<{ 
 
 type Handler = (req: Request, ctx?: { params: Promise<Record<string, string>> }) => Promise<Response>;
 
-export type Called<B = any> = { status: number; body: B; headers: Headers };
+export type Called<B = Json> = { status: number; body: B; headers: Headers };
 
 export type PostOptions = {
   key?: string | null;
@@ -23,14 +24,16 @@ export type PostOptions = {
   headers?: Record<string, string>;
   /** Sent as is instead of JSON.stringify(body). */
   raw?: BodyInit;
+  /** The request's path and query (default /api/v1/claims: the handlers read no path but the query). */
+  path?: string;
 };
 
 /** POSTs `body` as JSON (with a Bearer key when given) to an in-process route handler. */
-export async function post<B = any>(handler: Handler, body: unknown, o: PostOptions = {}): Promise<Called<B>> {
+export async function post<B = Json>(handler: Handler, body: unknown, o: PostOptions = {}): Promise<Called<B>> {
   const headers: Record<string, string> = { ...o.headers };
   if (o.contentType !== null) headers["content-type"] = o.contentType ?? "application/json";
   if (o.key) headers.authorization = `Bearer ${o.key}`;
-  const req = new Request("http://localhost/api/v1/claims", {
+  const req = new Request(`http://localhost${o.path ?? "/api/v1/claims"}`, {
     method: "POST",
     headers,
     body: o.raw ?? JSON.stringify(body),
@@ -40,7 +43,7 @@ export async function post<B = any>(handler: Handler, body: unknown, o: PostOpti
 }
 
 /** GETs a key's state from the [source]/[eventId] route handler. */
-export async function getState<B = any>(handler: Handler, source: string, eventId: string, key?: string): Promise<Called<B>> {
+export async function getState<B = Json>(handler: Handler, source: string, eventId: string, key?: string): Promise<Called<B>> {
   const req = new Request(`http://localhost/api/v1/claims/${encodeURIComponent(source)}/${encodeURIComponent(eventId)}`, {
     headers: key ? { authorization: `Bearer ${key}` } : {},
   });
@@ -87,7 +90,7 @@ export async function keyRow(source: string, eventId: string): Promise<KeyRow | 
   return row;
 }
 
-export type AuditRow = { kind: string; actor: string | null; event_type: string | null; at: Date; detail: any };
+export type AuditRow = { kind: string; actor: string | null; event_type: string | null; at: Date; detail: Json };
 
 /** The key's audit rows, oldest first. */
 export async function auditRows(source: string, eventId?: string): Promise<AuditRow[]> {

@@ -7,9 +7,9 @@
 import { randomBytes } from "node:crypto";
 import pg from "pg";
 import { afterAll, beforeAll, inject } from "vitest";
-import { migrate } from "../../lib/db/migrate";
-import { closeDb } from "../../lib/db/client";
-import { flushClaimCounts } from "../../lib/metrics/claim-counts";
+import { migrate } from "@/lib/db/migrate";
+import { closeDb } from "@/lib/db/client";
+import { flushClaimCounts } from "@/lib/metrics/claim-counts";
 
 export function usePrivateDatabase(): { url: () => string } {
   const shared = process.env.DATABASE_URL;

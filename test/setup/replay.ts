@@ -1,8 +1,8 @@
 /** Helpers for the replay tests: dead letters through the intake, a source ready to replay, key states on demand. */
-import { cliPrincipal } from "../../lib/auth/principal";
-import { recordDeadLetters } from "../../lib/deadletters/intake";
-import { updateSource } from "../../lib/sources/sources";
-import { rotateSigningSecret } from "../../lib/sources/signing-secret";
+import { cliPrincipal } from "@/lib/auth/principal";
+import { recordDeadLetters } from "@/lib/deadletters/intake";
+import { updateSource } from "@/lib/sources/sources";
+import { rotateSigningSecret } from "@/lib/sources/signing-secret";
 import { sql } from "./db";
 
 /** Stores one dead letter per event id (payload `{ id, n }`); returns their ids in order. */

@@ -18,6 +18,7 @@ export const SAMPLE_SEGMENTS: Record<string, string> = {
   "[eventId]": "evt-matrix-1",
   "[username]": "matrix-nobody",
   "[id]": "matrix-no-such-key",
+  "[deadLetterId]": "matrix-no-such-letter",
   "[...all]": "sign-in/oauth2",
   "[[...path]]": "v1/no-such-endpoint",
 };

@@ -5,7 +5,8 @@ import path from "node:path";
 
 export const ROOT = path.resolve(import.meta.dirname, "../..");
 export const BIN = path.join(ROOT, "bin/keyward.cjs");
-const START_TIMEOUT_MS = 60_000;
+// Generous: on a loaded shared machine (load average above 20) a start has taken over a minute.
+const START_TIMEOUT_MS = 180_000;
 
 export type Server = { child: ChildProcess; output: () => string; exited: Promise<number | null> };
 
@@ -26,9 +27,18 @@ export function baseEnv(drop: string[] = []): NodeJS.ProcessEnv {
   return Object.fromEntries(Object.entries(process.env).filter(([k]) => !skip.has(k))) as NodeJS.ProcessEnv;
 }
 
-/** Spawns `keyward start --no-build` with `env` and resolves once it prints "console and API on". */
-export function startKeyward(env: NodeJS.ProcessEnv, spawned: Server[] = []): Promise<Server> {
-  const child = spawn(process.execPath, [BIN, "start", "--no-build"], { cwd: ROOT, env, stdio: ["ignore", "pipe", "pipe"] });
+/**
+ * Spawns `keyward start --no-build` with `env` and resolves once it prints "console and API on". The server
+ * runs in production mode, so it is told to check every answer against its declared response schema
+ * (KEYWARD_CHECK_RESPONSES=1, lib/http/route.ts): an answer its route does not declare is a 500, and the
+ * test that got it fails. `env` may turn it off (`KEYWARD_CHECK_RESPONSES: "0"`), as a benchmark would.
+ */
+export function startKeyward(env: NodeJS.ProcessEnv, spawned: Server[] = [], timeoutMs = START_TIMEOUT_MS): Promise<Server> {
+  const child = spawn(process.execPath, [BIN, "start", "--no-build"], {
+    cwd: ROOT,
+    env: { KEYWARD_CHECK_RESPONSES: "1", ...env },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
   let out = "";
   child.stdout!.on("data", (d: Buffer) => (out += d.toString()));
   child.stderr!.on("data", (d: Buffer) => (out += d.toString()));
@@ -36,7 +46,7 @@ export function startKeyward(env: NodeJS.ProcessEnv, spawned: Server[] = []): Pr
   const s: Server = { child, output: () => out, exited };
   spawned.push(s);
   return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`server did not start within ${START_TIMEOUT_MS} ms:\n${out}`)), START_TIMEOUT_MS);
+    const timer = setTimeout(() => reject(new Error(`server did not start within ${timeoutMs} ms:\n${out}`)), timeoutMs);
     const poll = setInterval(() => {
       if (out.includes("console and API on")) {
         clearInterval(poll);
@@ -61,4 +71,29 @@ export async function stopServer(s: Server | undefined): Promise<number | null> 
     return s.exited;
   }
   return code;
+}
+
+/**
+ * Stops an embedded PostgreSQL still running in `dataDir` (a server that had to be killed leaves it
+ * running, detached), so a test never leaves a postgres process behind its deleted data directory.
+ */
+export async function stopEmbeddedPostgres(dataDir: string | undefined): Promise<void> {
+  if (!dataDir) return;
+  const { embeddedStatus } = await import("@/lib/db/embedded");
+  const { pid } = embeddedStatus(dataDir);
+  if (!pid) return;
+  try {
+    process.kill(pid, "SIGINT");
+  } catch {
+    return;
+  }
+  for (let i = 0; i < 300; i++) {
+    try {
+      process.kill(pid, 0);
+    } catch {
+      return;
+    }
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  process.kill(pid, "SIGKILL");
 }

@@ -1,5 +1,5 @@
 import { afterAll } from "vitest";
-import { closeDb } from "../../lib/db/client";
+import { closeDb } from "@/lib/db/client";
 import "./db";
 
 afterAll(async () => {

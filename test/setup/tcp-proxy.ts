@@ -11,6 +11,9 @@
  *
  * `blackholeAfter(marker)` black-holes just the connections that carry `marker` from client to server,
  * from the moment it passes: the request reached the database, its answer never comes back.
+ * `setDelay(ms)` delays every chunk both ways by `ms` (a slow network or server; order is kept), and
+ * `retarget(target)` sends new connections to another server and resets the open ones (a virtual IP moved
+ * to a promoted replica).
  */
 import net from "node:net";
 
@@ -25,6 +28,8 @@ export type TcpProxy = {
   mode: () => ProxyMode;
   setMode: (mode: ProxyMode) => void;
   blackholeAfter: (marker: string) => void;
+  setDelay: (ms: number) => void;
+  retarget: (target: { host: string; port: number }) => void;
   /** Open client connections (all modes). */
   connections: () => number;
   close: () => Promise<void>;
@@ -33,6 +38,8 @@ export type TcpProxy = {
 export async function startTcpProxy(target: { host: string; port: number }): Promise<TcpProxy> {
   let mode: ProxyMode = "forward";
   let marker: Buffer | null = null;
+  let delay = 0;
+  const later = (fn: () => void) => (delay > 0 ? setTimeout(fn, delay) : fn());
   const pairs = new Set<Pair>();
 
   const drop = (pair: Pair) => {
@@ -65,10 +72,10 @@ export async function startTcpProxy(target: { host: string; port: number }): Pro
     client.on("data", (chunk: Buffer) => {
       // A marked request still reaches the database; only what comes back afterwards is lost.
       if (marker && chunk.includes(marker)) pair.holed = true;
-      if (mode === "forward" || mode === "refuseNew") upstream.write(chunk);
+      if (mode === "forward" || mode === "refuseNew") later(() => upstream.write(chunk));
     });
     upstream.on("data", (chunk: Buffer) => {
-      if ((mode === "forward" || mode === "refuseNew") && !pair.holed) client.write(chunk);
+      if ((mode === "forward" || mode === "refuseNew") && !pair.holed) later(() => client.write(chunk));
     });
   });
 
@@ -99,6 +106,16 @@ export async function startTcpProxy(target: { host: string; port: number }): Pro
     },
     blackholeAfter: (m) => {
       marker = Buffer.from(m);
+    },
+    setDelay: (ms) => {
+      delay = ms;
+    },
+    retarget: (next) => {
+      target = next;
+      for (const p of [...pairs]) {
+        p.client.resetAndDestroy();
+        drop(p);
+      }
     },
     connections: () => pairs.size,
     close: async () => {

@@ -1,6 +1,6 @@
 /** lib/sources/duration.ts: parsing and formatting durations as operators write them. Pure. */
 import { describe, expect, it } from "vitest";
-import { formatDuration, parseDuration } from "../../lib/sources/duration";
+import { formatDuration, parseDuration } from "@/lib/sources/duration";
 
 describe("parseDuration", () => {
   it.each([

@@ -3,13 +3,13 @@
  * invariant checks and projection as a saved source — that saves and records nothing.
  */
 import { describe, expect, it } from "vitest";
-import { POST as previewRoute } from "../../app/api/v1/sources/[name]/preview/route";
-import { cliPrincipal } from "../../lib/auth/principal";
-import { createSource, sourceReports, updateSource } from "../../lib/sources/sources";
-import { parseInput } from "../../lib/http/validate";
-import { createSourceRequest } from "../../lib/sources/schema";
-import { sql, uniq } from "../setup/db";
-import { makeApiKey } from "../setup/http";
+import { POST as previewRoute } from "@/app/api/v1/sources/[name]/preview/route";
+import { cliPrincipal } from "@/lib/auth/principal";
+import { createSource, sourceReports, updateSource } from "@/lib/sources/sources";
+import { parseInput } from "@/lib/http/validate";
+import { createSourceRequest } from "@/lib/sources/schema";
+import { sql, uniq } from "@/test/setup/db";
+import { makeApiKey } from "@/test/setup/http";
 
 const D = 86400;
 

@@ -1,12 +1,12 @@
 /** Sources: TTL = retry window + queue lag + clock skew + replay, finite, enforced by zod and by the database. */
 import { describe, expect, it } from "vitest";
-import { createSource, listSources } from "../../lib/sources/sources";
-import { createSourceRequest, MAX_TTL_SECONDS } from "../../lib/sources/schema";
-import { claimEvent } from "../../lib/claims/claim";
-import { sql, uniq } from "../setup/db";
+import { createSource, listSources } from "@/lib/sources/sources";
+import { createSourceRequest, MAX_TTL_SECONDS } from "@/lib/sources/schema";
+import { claimEvent } from "@/lib/claims/claim";
+import { sql, uniq } from "@/test/setup/db";
 
-import { cliPrincipal } from "../../lib/auth/principal";
-import { parseInput } from "../../lib/http/validate";
+import { cliPrincipal } from "@/lib/auth/principal";
+import { parseInput } from "@/lib/http/validate";
 
 const ACTOR = cliPrincipal();
 const parts = { retryWindowSeconds: 3 * 86400, queueLagSeconds: 86400, clockSkewSeconds: 300, replaySeconds: 3 * 86400 };

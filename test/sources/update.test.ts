@@ -1,11 +1,11 @@
 /** Changing a source: applies to new claims only; extending live keys is explicit, never shortens; all recorded. */
 import { describe, expect, it } from "vitest";
-import { createSource, extendLiveKeys, sourceReports, updateSource } from "../../lib/sources/sources";
-import { claimEvent } from "../../lib/claims/claim";
-import { cliPrincipal } from "../../lib/auth/principal";
-import { sql, uniq } from "../setup/db";
-import { createSourceRequest, updateSourceRequest } from "../../lib/sources/schema";
-import { parseInput } from "../../lib/http/validate";
+import { createSource, extendLiveKeys, sourceReports, updateSource } from "@/lib/sources/sources";
+import { claimEvent } from "@/lib/claims/claim";
+import { cliPrincipal } from "@/lib/auth/principal";
+import { sql, uniq } from "@/test/setup/db";
+import { createSourceRequest, updateSourceRequest } from "@/lib/sources/schema";
+import { parseInput } from "@/lib/http/validate";
 
 const ACTOR = cliPrincipal();
 const d = 86400;
@@ -37,6 +37,24 @@ describe("updateSource", () => {
     expect(action.actor).toBe(`cli:${ACTOR.name}`);
     expect(action.before.ttlSeconds).toBe(d);
     expect(action.after).toMatchObject({ ttlSeconds: 7 * d, preset: "stripe" });
+  });
+
+  it("saveResults: off by default, turned on and off alone (the TTL untouched), recorded, refused unless a boolean", async () => {
+    const name = uniq("upd");
+    const created = await createSource(parseInput(createSourceRequest, { name, preset: "internal" }), ACTOR);
+    expect(created.saveResults).toBe(false);
+    const on = await updateSource(name, parseInput(updateSourceRequest, { saveResults: true }), ACTOR);
+    expect([on.saveResults, on.ttlSeconds]).toEqual([true, created.ttlSeconds]);
+    const [action] = await sql<{ before: { saveResults: boolean }; after: { saveResults: boolean } }>(
+      `SELECT detail->'before' AS before, detail->'after' AS after FROM audit_events
+       WHERE kind = 'operator' AND detail->>'action' = 'source.update' AND source = $1`,
+      [name],
+    );
+    expect([action.before.saveResults, action.after.saveResults]).toEqual([false, true]);
+    expect((await updateSource(name, parseInput(updateSourceRequest, { saveResults: false }), ACTOR)).saveResults).toBe(false);
+    expect(() => parseInput(updateSourceRequest, { saveResults: "yes" })).toThrow(expect.objectContaining({ status: 422 }));
+    const withIt = await createSource(parseInput(createSourceRequest, { name: uniq("upd"), preset: "internal", saveResults: true }), ACTOR);
+    expect(withIt.saveResults).toBe(true);
   });
 
   it("refuses a TTL over 90 days, an empty change, an unknown source", async () => {

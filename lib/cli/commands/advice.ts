@@ -3,23 +3,14 @@
  * same answer as GET /api/v1/sources/{name}/advice (lib/retention/advice.ts), as JSON or as text.
  */
 import type { Command } from "commander";
-import { getAdvice } from "../../retention/advice";
-import type { AdviceResponse } from "../../retention/advice-schema";
-import { humanDuration, partsText } from "../../retention/advisor";
-import { formatDuration } from "../../sources/duration";
+import { getAdvice } from "@/lib/retention/advice";
+import { adviceQuery, type AdviceResponse } from "@/lib/retention/advice-schema";
+import { parseInput } from "@/lib/http/validate";
+import { humanDuration, partsText } from "@/lib/retention/advisor";
+import { formatDuration } from "@/lib/sources/duration";
+import { formatBytes as bytes } from "@/lib/format";
 
 const count = (n: number) => new Intl.NumberFormat("en-US").format(n);
-
-function bytes(n: number): string {
-  const units = ["B", "kB", "MB", "GB", "TB"];
-  let v = n;
-  let i = 0;
-  while (v >= 1000 && i < units.length - 1) {
-    v /= 1000;
-    i++;
-  }
-  return `${i === 0 ? Math.round(v) : v.toFixed(1)} ${units[i]}`;
-}
 
 const upTo = (s: number | null) => (s === null ? "-" : `≤ ${humanDuration(s)}`);
 
@@ -31,8 +22,10 @@ export function adviceText(a: AdviceResponse): string {
   lines.push(
     `  observed:    ${count(o.duplicates)} duplicate${o.duplicates === 1 ? "" : "s"}` +
       (o.duplicates ? `; age p50 ${upTo(o.ageP50Seconds)}, p99 ${upTo(o.ageP99Seconds)}, p99.9 ${upTo(o.ageP999Seconds)}, max ${humanDuration(o.maxAgeSeconds ?? 0)}` : "") +
-      `; ${count(o.lateDuplicates)} late duplicate${o.lateDuplicates === 1 ? "" : "s"} (processed twice)`,
+      `; ${count(o.lateDuplicates)} late duplicate${o.lateDuplicates === 1 ? "" : "s"} (processed twice)` +
+      (o.lateEvidence.replays > 0 ? `, ${count(o.lateEvidence.replays)} of them by an operator's forced replay (not evidence)` : ""),
   );
+  lines.push(`  verdict:     ${a.verdict.badge}: ${a.verdict.text}`);
   const peak = Math.max(1, ...o.histogram.map((b) => b.count));
   if (o.duplicates > 0) {
     for (const b of o.histogram) {
@@ -74,7 +67,7 @@ export function registerSourceAdvice(source: Command, withDatabase: (work: () =>
     .option("--json", "print the API's JSON (GET /api/v1/sources/{name}/advice)")
     .action(async (name: string, o: { window: string; json?: boolean }) => {
       await withDatabase(async () => {
-        const advice = await getAdvice(name, o.window);
+        const advice = await getAdvice(name, parseInput(adviceQuery, { window: o.window }).window);
         console.log(o.json ? JSON.stringify(advice, null, 2) : adviceText(advice));
       });
     });

@@ -1,10 +1,10 @@
 /** `keyward apikey …`: API keys for services. Input is parsed by the same schema as POST /api/v1/api-keys. */
 import type { Command } from "commander";
-import { createApiKey, listApiKeys, revokeApiKey } from "../../auth/api-keys";
-import { cliPrincipal } from "../../auth/principal";
-import { createApiKeyRequest, SCOPES } from "../../auth/schema";
-import { parseInput } from "../../http/validate";
-import { iso, printTable, withDatabase } from "../io";
+import { createApiKey, listApiKeys, revokeApiKey } from "@/lib/auth/api-keys";
+import { cliPrincipal } from "@/lib/auth/principal";
+import { createApiKeyRequest, SCOPES } from "@/lib/auth/schema";
+import { parseInput } from "@/lib/http/validate";
+import { iso, printTable, withDatabase } from "@/lib/cli/io";
 
 export function registerApiKey(program: Command): void {
   const apikey = program.command("apikey").description("API keys for services (the key is shown once)");

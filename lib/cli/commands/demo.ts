@@ -7,11 +7,11 @@ import { spawnSync } from "node:child_process";
 import { rm } from "node:fs/promises";
 import path from "node:path";
 import { Option, type Command } from "commander";
-import { openDatabase } from "../../db/open";
-import { migrate } from "../../db/migrate";
-import { closeDb } from "../../db/client";
-import { ensureAuditPartitions } from "../../audit/partitions";
-import { DEMO_DAYS, DEMO_USER, isSeeded, seedDemo } from "../../demo/seed";
+import { openDatabase } from "@/lib/db/open";
+import { migrate } from "@/lib/db/migrate";
+import { closeDb } from "@/lib/db/client";
+import { ensureAuditPartitions } from "@/lib/audit/partitions";
+import { DEMO_DAYS, DEMO_USER, isSeeded, seedDemo } from "@/lib/demo/seed";
 
 export const DEMO_DIR = ".keyward-demo";
 
@@ -51,10 +51,15 @@ export function registerDemo(program: Command): void {
     .command("demo")
     .description(`the console with ${DEMO_DAYS} days of simulated history for three senders, on its own embedded database in ./${DEMO_DIR}/ (never DATABASE_URL)`)
     .option("--reset", `delete ./${DEMO_DIR}/ first and seed it anew`)
+    .option("-p, --port <port>", "serve on this port (default: $PORT, else 3000): http://localhost:<port>")
     .option("--no-build", "serve the existing build without checking whether it is current")
     .addOption(new Option("--prepare-only", "migrate and seed, then exit (run by `keyward demo` itself)").hideHelp())
-    .action(async (o: { reset?: boolean; build: boolean; prepareOnly?: boolean }) => {
+    .action(async (o: { reset?: boolean; build: boolean; prepareOnly?: boolean; port?: string }) => {
       const log = (msg: string) => console.log(`[keyward demo] ${msg}`);
+      if (o.port !== undefined) {
+        if (!/^\d{1,5}$/.test(o.port) || Number(o.port) > 65535) throw new Error(`--port ${o.port}: not a port number (1-65535)`);
+        process.env.PORT = o.port;
+      }
       if (process.env.DATABASE_URL) log(`DATABASE_URL is ignored: the demo keeps its own data in ./${DEMO_DIR}/`);
       useDemoEnvironment();
       if (o.prepareOnly) return prepareDemo(log);
@@ -64,7 +69,8 @@ export function registerDemo(program: Command): void {
       const prepared = spawnSync(process.execPath, [process.argv[1], "demo", "--prepare-only"], { stdio: "inherit", env: process.env });
       if (prepared.status !== 0) process.exit(prepared.status ?? 1);
       log(`sign in as ${DEMO_USER.username} / ${DEMO_USER.password} (an admin of the demo only)`);
-      const { startServer } = require("../../server/start") as typeof import("../../server/start");
+      // eslint-disable-next-line @typescript-eslint/no-require-imports -- lazily, so only this command loads Next
+      const { startServer } = require("@/lib/server/start") as typeof import("@/lib/server/start");
       try {
         await startServer({ build: o.build });
       } catch (err) {

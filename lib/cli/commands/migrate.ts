@@ -1,7 +1,7 @@
 /** `keyward migrate`: apply pending migrations and the schema's upkeep, and say what was done. */
 import type { Command } from "commander";
-import { closeDb } from "../../db/client";
-import { prepareDatabase } from "../../db/prepare";
+import { closeDb } from "@/lib/db/client";
+import { prepareDatabase } from "@/lib/db/prepare";
 
 export function registerMigrate(program: Command): void {
   program

@@ -1,8 +1,8 @@
 /** `keyward partitions …`: partition mode of the dedup table (lib/retention/partitions.ts). */
 import type { Command } from "commander";
-import { cliPrincipal } from "../../auth/principal";
-import { disablePartitionMode, enablePartitionMode, partitionStatus } from "../../retention/partitions";
-import { printTable, withDatabase } from "../io";
+import { cliPrincipal } from "@/lib/auth/principal";
+import { disablePartitionMode, enablePartitionMode, partitionStatus } from "@/lib/retention/partitions";
+import { printTable, withDatabase } from "@/lib/cli/io";
 
 export function registerPartitions(program: Command): void {
   const partitions = program

@@ -1,10 +1,10 @@
 /** `keyward prune`: one bounded pruning run now. Options are parsed by the same schema as POST /api/v1/maintenance/prune. */
 import type { Command } from "commander";
-import { cliPrincipal } from "../../auth/principal";
-import { parseInput } from "../../http/validate";
-import { pruneNow } from "../../retention/prune";
-import { pruneRequest } from "../../retention/prune-schema";
-import { milliseconds, wholeNumber, withDatabase } from "../io";
+import { cliPrincipal } from "@/lib/auth/principal";
+import { parseInput } from "@/lib/http/validate";
+import { pruneNow } from "@/lib/retention/prune";
+import { pruneRequest } from "@/lib/retention/prune-schema";
+import { milliseconds, wholeNumber, withDatabase } from "@/lib/cli/io";
 
 export function registerPrune(program: Command): void {
   program

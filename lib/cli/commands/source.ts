@@ -1,12 +1,12 @@
 /** `keyward source …`: senders and their TTLs. Input is parsed by the same schemas as POST/PATCH /api/v1/sources. */
-import type { Command } from "commander";
-import { cliPrincipal } from "../../auth/principal";
-import { parseInput } from "../../http/validate";
-import { PRESETS, ttlOfParts } from "../../retention/presets";
-import { formatDuration } from "../../sources/duration";
-import { createSourceRequest, sourceParams, updateSourceRequest } from "../../sources/schema";
-import { createSource, extendLiveKeys, listSources, sourceReports, updateSource } from "../../sources/sources";
-import { duration, printTable, withDatabase } from "../io";
+import { InvalidArgumentError, type Command } from "commander";
+import { cliPrincipal } from "@/lib/auth/principal";
+import { parseInput } from "@/lib/http/validate";
+import { PRESETS, ttlOfParts } from "@/lib/retention/presets";
+import { formatDuration } from "@/lib/sources/duration";
+import { createSourceRequest, sourceParams, updateSourceRequest } from "@/lib/sources/schema";
+import { createSource, extendLiveKeys, listSources, sourceReports, updateSource } from "@/lib/sources/sources";
+import { duration, printTable, withDatabase } from "@/lib/cli/io";
 import { registerSourceAdvice } from "./advice";
 
 type PartOptions = {
@@ -16,7 +16,15 @@ type PartOptions = {
   clockSkew?: number;
   replay?: number;
   deadLetterRetention?: number | null;
+  saveResults?: boolean;
 };
+
+/** `--save-results on|off`. */
+function onOff(v: string): boolean {
+  if (v === "on" || v === "true") return true;
+  if (v === "off" || v === "false") return false;
+  throw new InvalidArgumentError('must be "on" or "off"');
+}
 
 /** The options given, named as the API names them. */
 function partsFrom(o: PartOptions): Record<string, unknown> {
@@ -27,6 +35,7 @@ function partsFrom(o: PartOptions): Record<string, unknown> {
   if (o.clockSkew !== undefined) out.clockSkewSeconds = o.clockSkew;
   if (o.replay !== undefined) out.replaySeconds = o.replay;
   if (o.deadLetterRetention !== undefined) out.deadLetterRetentionSeconds = o.deadLetterRetention;
+  if (o.saveResults !== undefined) out.saveResults = o.saveResults;
   return out;
 }
 
@@ -47,6 +56,7 @@ export function registerSource(program: Command): void {
     .option("--clock-skew <duration>", "margin for clock skew, e.g. 5m", duration)
     .option("--replay <duration>", "margin for manual dead-letter replays, e.g. 3d", duration)
     .option("--dead-letter-retention <duration>", "how long this sender's dead letters are kept (checked against the TTL)", duration)
+    .option("--save-results <on|off>", "let `complete` save a result its duplicates are answered with (default off)", onOff)
     .action(async (name: string, o: PartOptions) => {
       const request = parseInput(createSourceRequest, { name, ...partsFrom(o) });
       await withDatabase(async () => {
@@ -58,19 +68,21 @@ export function registerSource(program: Command): void {
 
   source
     .command("update <name>")
-    .description("change a source's parts, preset or dead-letter retention; applies to new claims (see `source extend`)")
+    .description("change a source's parts, preset, dead-letter retention or saved results; applies to new claims (see `source extend`)")
     .option("--preset <preset>", "apply a preset's parts")
     .option("--retry-window <duration>", "the sender's longest retry window", duration)
     .option("--queue-lag <duration>", "queue-lag margin", duration)
     .option("--clock-skew <duration>", "clock-skew margin", duration)
     .option("--replay <duration>", "replay margin", duration)
     .option("--dead-letter-retention <duration>", "dead-letter retention (`none` clears it)", (v: string) => (v === "none" ? null : duration(v)))
+    .option("--save-results <on|off>", "let `complete` save a result its duplicates are answered with", onOff)
     .action(async (name: string, o: PartOptions) => {
       const params = parseInput(sourceParams, { name });
       const change = parseInput(updateSourceRequest, partsFrom(o));
       await withDatabase(async () => {
         const s = await updateSource(params.name, change, cliPrincipal());
         console.log(`updated source ${s.name}: TTL ${formatDuration(s.ttlSeconds)} for new claims; live keys keep their expiry (keyward source extend ${s.name})`);
+        if (change.saveResults !== undefined) console.log(`saved results ${s.saveResults ? "on" : "off"} for ${s.name}`);
         await printWarnings(s.name);
       });
     });

@@ -8,7 +8,8 @@ export function registerStart(program: Command): void {
     .option("--no-build", "serve the existing build without checking whether it is current")
     .action(async (opts: { build: boolean }) => {
       // required lazily so that only this command loads Next (tsx's require hook resolves the .ts file)
-      const { startServer } = require("../../server/start") as typeof import("../../server/start");
+      // eslint-disable-next-line @typescript-eslint/no-require-imports -- lazily, so only this command loads Next
+      const { startServer } = require("@/lib/server/start") as typeof import("@/lib/server/start");
       await startServer({ build: opts.build });
     });
 }

@@ -1,10 +1,10 @@
 /** `keyward user …`: console users. Input is parsed by the same schemas as /api/v1/users. */
 import type { Command } from "commander";
-import { cliPrincipal } from "../../auth/principal";
-import { ROLES } from "../../auth/roles";
-import { createUser, createUserRequest, listUsers, resetPassword, resetPasswordRequest, updateUser, updateUserRequest, userParams } from "../../auth/users";
-import { parseInput } from "../../http/validate";
-import { iso, printTable, promptNewPassword, withDatabase } from "../io";
+import { cliPrincipal } from "@/lib/auth/principal";
+import { ROLES } from "@/lib/auth/roles";
+import { createUser, createUserRequest, listUsers, resetPassword, resetPasswordRequest, updateUser, updateUserRequest, userParams } from "@/lib/auth/users";
+import { parseInput } from "@/lib/http/validate";
+import { iso, printTable, promptNewPassword, withDatabase } from "@/lib/cli/io";
 
 export function registerUser(program: Command): void {
   const user = program.command("user").description("console users (viewer, operator, admin)");

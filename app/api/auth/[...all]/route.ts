@@ -6,11 +6,12 @@
  * sign-up does not exist. 404 as well when SSO is not configured.
  */
 import { KeywardError } from "@/lib/errors";
-import { getAuth } from "@/lib/auth/auth";
+import { authSecret, getAuth } from "@/lib/auth/auth";
 import { applyOidcRole, OIDC_PROVIDER_ID, oidcConfig } from "@/lib/auth/oidc";
 import { sessionPrincipal } from "@/lib/auth/session";
 import { recordAction } from "@/lib/audit/actions";
 import { loadEnv } from "@/lib/config/env";
+import { ssoStartSchema } from "@/lib/auth/schema";
 import { assertSameOrigin, clientAddress, route } from "@/lib/http/route";
 
 const START = "/api/auth/sign-in/social";
@@ -29,7 +30,7 @@ export const POST = route(
   {
     public: "starting single sign-on happens before there is a session",
     summary: "Start single sign-on (POST /api/auth/sign-in/social with { provider: \"oidc\", callbackURL })",
-    responses: { 200: { description: "Better Auth's answer: the identity provider's authorization URL ({ url, redirect })" } },
+    responses: { 200: { description: "Better Auth's answer: the identity provider's authorization URL ({ url, redirect })", schema: ssoStartSchema } },
     errors: [403, 404],
   },
 );
@@ -44,7 +45,7 @@ export const GET = route(
     const headers = new Headers({ cookie: cookies.join("; ") });
     // The role is set from this sign-in's ID token before the browser receives its session cookie.
     const session = cookies.length ? await auth.api.getSession({ headers, query: { disableCookieCache: true } }) : null;
-    const role = session ? await applyOidcRole(config, session.user.id) : null;
+    const role = session ? await applyOidcRole(config, session.user.id, await authSecret()) : null;
     const principal = session ? await sessionPrincipal(headers) : null;
     await recordAction(principal ?? "anonymous", {
       action: "sign_in",

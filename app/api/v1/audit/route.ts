@@ -5,7 +5,7 @@
  * retention for an exact eventId); a range wider than KEYWARD_AUDIT_RETENTION_DAYS is a 422. Viewers and
  * up; API keys with scope read.
  */
-import { auditSearchQuery } from "@/lib/audit/schema";
+import { auditPageSchema, auditSearchQuery } from "@/lib/audit/schema";
 import { searchAudit } from "@/lib/audit/search";
 import { json, route } from "@/lib/http/route";
 
@@ -13,4 +13,5 @@ export const GET = route(async ({ query }) => json(await searchAudit(query)), {
   allow: ["read"],
   query: auditSearchQuery,
   summary: "Search the audit history, newest first",
+  responses: { 200: { description: "{ items, next, range }", schema: auditPageSchema } },
 });

@@ -9,7 +9,13 @@
 import { actorOf } from "@/lib/auth/principal";
 import { recordDeadLetter } from "@/lib/deadletters/intake";
 import { listDeadLetters } from "@/lib/deadletters/list";
-import { deadLetterInput, listDeadLettersQuery, MAX_SINGLE_BODY_BYTES } from "@/lib/deadletters/schema";
+import {
+  deadLetterInput,
+  deadLetterListSchema,
+  listDeadLettersQuery,
+  MAX_SINGLE_BODY_BYTES,
+  recordedDeadLetterSchema,
+} from "@/lib/deadletters/schema";
 import { json, route } from "@/lib/http/route";
 
 export const POST = route(
@@ -20,7 +26,7 @@ export const POST = route(
     keepBodyBytes: true,
     maxBodyBytes: MAX_SINGLE_BODY_BYTES,
     summary: "Store one dead letter",
-    responses: { 201: { description: "{ id }" } },
+    responses: { 201: { description: "{ id }", schema: recordedDeadLetterSchema } },
   },
 );
 
@@ -28,4 +34,5 @@ export const GET = route(async ({ query }) => json(await listDeadLetters(query))
   allow: ["read"],
   query: listDeadLettersQuery,
   summary: "List dead letters with counts",
+  responses: { 200: { description: "{ items, next, counts }", schema: deadLetterListSchema } },
 });

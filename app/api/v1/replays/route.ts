@@ -3,10 +3,11 @@
  * 202 { replayId, total }; the same key and body again → 202 with the same replayId; the same key with
  * another body → 422 idempotency_key_reused; 409 preflight_stale / extension_required; 422 force_required
  * (expired_processed without force.reason) / in_flight_not_replayable.
- * GET /api/v1/replays?source&status&limit&cursor — replays, newest first, `{ items, next }` (read).
+ * GET /api/v1/replays?source&status&state&outcome&limit&cursor — replays, newest first, `{ items, next }` (read);
+ * state running|finished, outcome succeeded|partial|failed|cancelled (422 for any other value).
  */
 import { listReplays, startReplay } from "@/lib/replay/replays";
-import { listReplaysQuery, startReplayHeaders, startReplayRequest } from "@/lib/replay/schema";
+import { listReplaysQuery, replayListSchema, startReplayHeaders, startReplayRequest, replayStartedSchema } from "@/lib/replay/schema";
 import { json, route } from "@/lib/http/route";
 
 export const POST = route(
@@ -19,7 +20,9 @@ export const POST = route(
     headers: startReplayHeaders,
     body: startReplayRequest,
     summary: "Start a replay from a preflight (header Idempotency-Key required)",
-    responses: { 202: { description: "{ replayId, total }; the same key and body again answer the same replayId" } },
+    responses: {
+      202: { description: "{ replayId, total }; the same key and body again answer the same replayId", schema: replayStartedSchema },
+    },
     errors: [404, 409],
   },
 );
@@ -27,5 +30,6 @@ export const POST = route(
 export const GET = route(async ({ query }) => json(await listReplays(query)), {
   allow: ["read"],
   query: listReplaysQuery,
-  summary: "List replays, newest first",
+  summary: "List replays, newest first (filtered by source, status, state running|finished, outcome succeeded|partial|failed|cancelled)",
+  responses: { 200: { description: "{ items, next }: each replay with its outcome (finished) or health (running)", schema: replayListSchema } },
 });

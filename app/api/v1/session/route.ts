@@ -4,13 +4,15 @@
  * { username, password } — public, throttled, same-origin only. DELETE: sign out.
  */
 import { KeywardError } from "@/lib/errors";
-import { sessionInfo, signIn, signInRequest, signOut } from "@/lib/auth/sign-in";
+import { sessionInfo, sessionInfoSchema, signIn, signInRequest, signOut } from "@/lib/auth/sign-in";
+import { z } from "zod";
 import { sessionPrincipal } from "@/lib/auth/session";
 import { assertSameOrigin, clientAddress, json, route } from "@/lib/http/route";
 
 export const GET = route(async ({ principal }) => json(await sessionInfo(principal)), {
   public: "the sign-in page asks who is signed in and whether an admin exists",
   summary: "Who is signed in (null if no one), whether an admin exists, the SSO provider",
+  responses: { 200: { description: "{ user, adminExists, sso }", schema: sessionInfoSchema } },
 });
 
 export const POST = route(
@@ -29,6 +31,7 @@ export const POST = route(
     body: signInRequest,
     maxBodyBytes: 4096,
     summary: "Sign in with username and password (sets the session cookie)",
+    responses: { 200: { description: "The new session's { user, adminExists, sso }", schema: sessionInfoSchema } },
     errors: [403, 429],
   },
 );
@@ -40,7 +43,7 @@ export const DELETE = route(
     for (const c of headers.getSetCookie()) res.headers.append("set-cookie", c);
     return res;
   },
-  { allow: ["read"], summary: "Sign out" },
+  { allow: ["read"], summary: "Sign out", responses: { 200: { description: "{ signedOut: true }", schema: z.object({ signedOut: z.literal(true) }) } } },
 );
 
 /** The request headers as they will be once the browser stores the new session cookie. */

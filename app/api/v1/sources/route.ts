@@ -5,12 +5,13 @@
  * (the four parts, or a preset; parts given with a preset override it).
  */
 import { createSource, sourceReports } from "@/lib/sources/sources";
-import { createSourceRequest } from "@/lib/sources/schema";
+import { createSourceRequest, sourceInfoSchema, sourceListSchema } from "@/lib/sources/schema";
 import { json, route } from "@/lib/http/route";
 
 export const GET = route(async () => json({ sources: await sourceReports() }), {
   allow: ["read"],
   summary: "Every source with its TTL parts, checks and projected size",
+  responses: { 200: { description: "{ sources }", schema: sourceListSchema } },
 });
 
 export const POST = route(async ({ body, principal }) => json(await createSource(body, principal), 201), {
@@ -18,6 +19,6 @@ export const POST = route(async ({ body, principal }) => json(await createSource
   body: createSourceRequest,
   maxBodyBytes: 4096,
   summary: "Create a source",
-  responses: { 201: { description: "The source" } },
+  responses: { 201: { description: "The source", schema: sourceInfoSchema } },
   errors: [409],
 });

@@ -6,7 +6,7 @@
  */
 import { actorOf } from "@/lib/auth/principal";
 import { recordDeadLetters } from "@/lib/deadletters/intake";
-import { deadLetterBatch, MAX_BATCH_BODY_BYTES } from "@/lib/deadletters/schema";
+import { batchResultSchema, deadLetterBatch, MAX_BATCH_BODY_BYTES } from "@/lib/deadletters/schema";
 import { json, route } from "@/lib/http/route";
 
 export const POST = route(
@@ -17,6 +17,6 @@ export const POST = route(
     keepBodyBytes: true,
     maxBodyBytes: MAX_BATCH_BODY_BYTES,
     summary: "Store up to 500 dead letters in one statement",
-    responses: { 200: { description: "{ results: [{ id } | { error }] } in input order: a bad item does not fail the others" } },
+    responses: { 200: { description: "{ results: [{ id } | { error }] } in input order: a bad item does not fail the others", schema: batchResultSchema } },
   },
 );

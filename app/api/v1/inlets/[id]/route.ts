@@ -4,12 +4,13 @@
  * `inlet.remove`.
  */
 import { removeInlet } from "@/lib/inlets/inlets";
-import { inletParams } from "@/lib/inlets/schema";
+import { inletParams, removedInletSchema } from "@/lib/inlets/schema";
 import { json, route } from "@/lib/http/route";
 
 export const DELETE = route(async ({ params, principal }) => json(await removeInlet(params.id, principal)), {
   allow: ["admin"],
   params: inletParams,
   summary: "Stop consuming an inlet's queue (its dead letters stay)",
+  responses: { 200: { description: "{ removed: inlet }", schema: removedInletSchema } },
   errors: [404],
 });

@@ -8,7 +8,7 @@
  */
 import { listPruneRuns, pruneNow } from "@/lib/retention/prune";
 import { readDedupMode } from "@/lib/claims/mode";
-import { listPruneRunsQuery, pruneRequest } from "@/lib/retention/prune-schema";
+import { listPruneRunsQuery, pruneOutcomeSchema, pruneRequest, pruneRunsSchema } from "@/lib/retention/prune-schema";
 import { clientAddress, json, route } from "@/lib/http/route";
 
 export const GET = route(
@@ -16,7 +16,12 @@ export const GET = route(
     const [runs, mode] = await Promise.all([listPruneRuns(query.limit), readDedupMode()]);
     return json({ runs, mode });
   },
-  { allow: ["read"], query: listPruneRunsQuery, summary: "The most recent pruning runs and the dedup table's mode" },
+  {
+    allow: ["read"],
+    query: listPruneRunsQuery,
+    summary: "The most recent pruning runs and the dedup table's mode",
+    responses: { 200: { description: "{ runs, mode }", schema: pruneRunsSchema } },
+  },
 );
 
 export const POST = route(async ({ req, body, principal }) => json(await pruneNow(principal, "api", body, clientAddress(req))), {
@@ -25,4 +30,5 @@ export const POST = route(async ({ req, body, principal }) => json(await pruneNo
   optionalBody: true,
   maxBodyBytes: 4096,
   summary: "Prune now: one bounded run of pruning expired dedup keys",
+  responses: { 200: { description: "{ run }, or { skipped } while another run prunes", schema: pruneOutcomeSchema } },
 });

@@ -8,7 +8,7 @@
  */
 import { assertMaintenanceSecret } from "@/lib/auth/maintenance-secret";
 import { pruneExpiredKeys } from "@/lib/retention/prune";
-import { pruneRequest } from "@/lib/retention/prune-schema";
+import { pruneOutcomeSchema, pruneRequest } from "@/lib/retention/prune-schema";
 import { json, route } from "@/lib/http/route";
 
 export const POST = route(async ({ body }) => json(await pruneExpiredKeys({ ...body, trigger: "external", actor: "external" })), {
@@ -19,5 +19,6 @@ export const POST = route(async ({ body }) => json(await pruneExpiredKeys({ ...b
   optionalBody: true,
   maxBodyBytes: 4096,
   summary: "Prune now, for an external scheduler sending X-Keyward-Maintenance-Secret",
+  responses: { 200: { description: "{ run }, or { skipped } while another run prunes", schema: pruneOutcomeSchema } },
   errors: [404],
 });

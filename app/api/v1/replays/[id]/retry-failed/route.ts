@@ -5,11 +5,13 @@
  * (running or paused) or nothing_to_retry.
  */
 import { retryFailed } from "@/lib/replay/retry-failed";
+import { replayParams, preflightSchema } from "@/lib/replay/schema";
 import { json, route } from "@/lib/http/route";
 
 export const POST = route(async ({ params, principal }) => json(await retryFailed(params.id, principal), 201), {
   allow: ["operator"],
+  params: replayParams,
   summary: "A new preflight of a finished replay's failed items still pending",
-  responses: { 201: { description: "The preflight, with retryOf" } },
+  responses: { 201: { description: "The preflight, with retryOf", schema: preflightSchema } },
   errors: [404, 409],
 });

@@ -1,8 +1,8 @@
 /**
  * GET /api/v1/sources/:name/late-duplicates?window=30d&limit=50&cursor=… — events of the source processed
  * twice because their key had expired (found by lib/retention/late-duplicates.ts within ~3 minutes), newest
- * first: `{ items, next, perDay }` (viewers and up, API keys with scope read). 404 unknown source; 400 bad
- * window; 422 a cursor that is not one.
+ * first: `{ items, next, perDay }` (viewers and up, API keys with scope read). 404 unknown source; 422 naming a bad
+ * window, or a cursor that is not one.
  */
 import { listLateDuplicates } from "@/lib/retention/advice";
 import { lateDuplicatesPageSchema, lateDuplicatesQuery } from "@/lib/retention/advice-schema";
@@ -15,5 +15,5 @@ export const GET = route(async ({ params, query }) => json(await listLateDuplica
   query: lateDuplicatesQuery,
   summary: "Events of the source processed twice because their key had expired",
   responses: { 200: { description: "A page of late duplicates", schema: lateDuplicatesPageSchema } },
-  errors: [400, 404],
+  errors: [404],
 });

@@ -5,7 +5,7 @@
  * calls it as an admin types); 404 unknown source, 422 what PATCH would refuse.
  */
 import { previewSourceUpdate } from "@/lib/sources/preview";
-import { sourceParams, updateSourceRequest } from "@/lib/sources/schema";
+import { sourceParams, sourcePreviewSchema, updateSourceRequest } from "@/lib/sources/schema";
 import { json, route } from "@/lib/http/route";
 
 export const POST = route(async ({ params, body }) => json(await previewSourceUpdate(params.name, body)), {
@@ -14,5 +14,6 @@ export const POST = route(async ({ params, body }) => json(await previewSourceUp
   body: updateSourceRequest,
   maxBodyBytes: 4096,
   summary: "A dry run of PATCH /api/v1/sources/{name}: the source as it is and as the change would leave it",
+  responses: { 200: { description: "{ current, preview }", schema: sourcePreviewSchema } },
   errors: [404],
 });

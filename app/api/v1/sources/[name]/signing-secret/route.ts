@@ -5,7 +5,7 @@
  * one until graceUntil. The secret is shown only in this response; recorded as `source.signing_secret.rotate`.
  */
 import { rotateSigningSecret, rotateSigningSecretRequest } from "@/lib/sources/signing-secret";
-import { sourceParams } from "@/lib/sources/schema";
+import { rotatedSecretSchema, sourceParams } from "@/lib/sources/schema";
 import { json, route } from "@/lib/http/route";
 
 export const POST = route(async ({ params, body, principal }) => json(await rotateSigningSecret(params.name, principal, body), 201), {
@@ -15,6 +15,6 @@ export const POST = route(async ({ params, body, principal }) => json(await rota
   optionalBody: true,
   maxBodyBytes: 4096,
   summary: "Generate or rotate the source's Standard Webhooks signing secret (shown only here)",
-  responses: { 201: { description: "{ secret, setAt, graceUntil }" } },
+  responses: { 201: { description: "{ secret, setAt, graceUntil }", schema: rotatedSecretSchema } },
   errors: [404],
 });

@@ -2,7 +2,7 @@
  * POST /api/v1/users/:username/password — set a new password for a local account: { password? }; a
  * generated one is returned once. The user's sessions end. Admins only.
  */
-import { resetPassword, resetPasswordRequest, userParams } from "@/lib/auth/users";
+import { passwordResetSchema, resetPassword, resetPasswordRequest, userParams } from "@/lib/auth/users";
 import { json, route } from "@/lib/http/route";
 
 export const POST = route(
@@ -16,6 +16,7 @@ export const POST = route(
     body: resetPasswordRequest,
     maxBodyBytes: 4096,
     summary: "Set a new password for a local account (a generated one is returned once)",
+    responses: { 200: { description: "{ reset, password? }", schema: passwordResetSchema } },
     errors: [404, 409],
   },
 );

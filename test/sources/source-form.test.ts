@@ -1,23 +1,20 @@
-/** components/sources/prepare.ts: the Sources screen's display strings and form → request body. Pure; no database. */
+/** components/sources/describe.ts and source-form.ts: the Sources screen's display strings and form → request body. Pure; no database. */
 import { describe, expect, it } from "vitest";
 import {
   applyPreset,
   createBody,
-  describeProjection,
   emptyForm,
   fieldErrorsFromServer,
   formFromSource,
   formParts,
   matchesPreset,
   safeDeadLetterRetention,
-  sourcesSummary,
-  summarizeInvariants,
-  ttlEquation,
-  signingGrace,
   updateBody,
   type SourceFormState,
-} from "../../components/sources/prepare";
-import { findPreset, PRESETS } from "../../lib/retention/presets";
+} from "@/components/sources/source-form";
+import { describeProjection, sourcesSummary, summarizeInvariants, ttlEquation } from "@/components/sources/describe";
+import { signingGrace } from "@/components/sources/replay-destination";
+import { findPreset, PRESETS } from "@/lib/retention/presets";
 
 const d = 86400;
 const stripe = findPreset("stripe")!;

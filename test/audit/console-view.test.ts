@@ -8,8 +8,9 @@ import {
   keyOfTarget,
   kindLabel,
   localInputToIso,
-} from "../../components/audit/prepare";
-import { eventPath, exportUrl } from "../../components/audit/queries";
+} from "@/components/audit/view";
+import { eventPath, exportUrl } from "@/components/audit/queries";
+import { isInstant } from "@/lib/format";
 
 describe("audit console helpers", () => {
   it("reads only the known, non-empty filters from a query string", () => {
@@ -46,5 +47,10 @@ describe("audit console helpers", () => {
     expect(detailSummary({ detail: { expiresAt: "x", n: 1 } })).toBe("expiresAt: x, n: 1");
     expect(detailSummary({ detail: { long: "y".repeat(300) } }, 20)).toHaveLength(20);
     expect(detailSummary({ detail: null })).toBe("");
+  });
+
+  it("knows a detail's instant (as PostgreSQL and JavaScript write them) from other strings", () => {
+    for (const v of ["2026-12-04T05:41:16.884+00:00", "2026-12-04T05:41:16Z", "2026-12-04T05:41:16.5-05:30"]) expect(isInstant(v), v).toBe(true);
+    for (const v of ["2026-12-04", "evt_2026-12-04T05:41:16Z", "2026-13-45T99:99:99Z", "7d", 1733290876000, null]) expect(isInstant(v), String(v)).toBe(false);
   });
 });

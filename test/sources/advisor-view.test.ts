@@ -1,10 +1,16 @@
-/** The source page's pure side (components/sources/advisor-prepare.ts) and the Overview's backlog "now". */
+/** The source page's pure side (components/sources/advisor-view.ts) and the Overview's backlog "now". */
 import { describe, expect, it } from "vitest";
-import { agePosition, histogramBars, lateDayPoints, recommendedForm, summarizeAdvice } from "../../components/sources/advisor-prepare";
-import { backlogNow } from "../../components/overview/prepare";
-import { AGE_BUCKETS } from "../../lib/metrics/duplicate-ages";
-import type { AdviceResponse } from "../../lib/retention/advice-schema";
-import type { Overview } from "../../lib/overview/schema";
+import {
+  agePosition,
+  histogramBars,
+  lateDayPoints,
+  recommendedForm,
+  summarizeAdvice,
+} from "@/components/sources/advisor-view";
+import { backlogNow } from "@/components/overview/figures";
+import { AGE_BUCKETS } from "@/lib/metrics/duplicate-ages";
+import type { AdviceResponse } from "@/lib/retention/advice-schema";
+import type { Overview } from "@/lib/overview/schema";
 
 const histogram = [...AGE_BUCKETS.map((le) => ({ leSeconds: le as number, count: 0 })), { leSeconds: null, count: 0 }];
 const D = 86400;
@@ -13,10 +19,21 @@ const parts = { retryWindowSeconds: 3 * D, queueLagSeconds: D, clockSkewSeconds:
 const advice = (o: Partial<AdviceResponse>): AdviceResponse => ({
   source: "stripe",
   window: "30d",
-  observed: { duplicates: 0, ageP50Seconds: null, ageP99Seconds: null, ageP999Seconds: null, maxAgeSeconds: null, histogram, lateDuplicates: 0, lateDuplicateExamples: [] },
+  observed: {
+    duplicates: 0,
+    ageP50Seconds: null,
+    ageP99Seconds: null,
+    ageP999Seconds: null,
+    maxAgeSeconds: null,
+    histogram,
+    lateDuplicates: 0,
+    lateDuplicateExamples: [],
+    lateEvidence: { sender: 0, senderMaxGapSeconds: null, underCurrentTtl: 0, replays: 0, replaysMaxGapSeconds: null, byTtl: [] },
+  },
   current: { ttlSeconds: 7 * D, parts },
   recommended: null,
   reason: "Too little evidence: …",
+  verdict: { tone: "neutral", badge: "Not enough evidence yet", text: "Too little evidence: …", changes: false },
   projection: { currentBytes: 1000, recommendedBytes: null },
   ...o,
 });
@@ -49,16 +66,22 @@ describe("summarizeAdvice", () => {
     expect(s.current).toBe("TTL 7 d: 3 d + 1 d + 5 min + 2 d 23 h 55 min");
   });
 
-  it("a recommendation that changes the parts is a warning with apply; the same parts are no change", () => {
-    const observed = { ...advice({}).observed, duplicates: 1500, ageP999Seconds: 3 * D + 7200, maxAgeSeconds: 3 * D + 7200, lateDuplicates: 2 };
+  it("badge, tone and text are the server's one verdict; the sender's late duplicates by TTL, forced replays apart", () => {
+    const evidence = { sender: 2, senderMaxGapSeconds: 3 * D, underCurrentTtl: 2, replays: 3, replaysMaxGapSeconds: D, byTtl: [] };
+    const observed = { ...advice({}).observed, duplicates: 1500, ageP999Seconds: 3 * D + 7200, maxAgeSeconds: 3 * D + 7200, lateDuplicates: 5, lateEvidence: evidence };
     const rec = { ttlSeconds: 14 * D, parts: { ...parts, retryWindowSeconds: 3 * D + 6 * 3600, replaySeconds: 9 * D + 17 * 3600 + 3300 }, reasons: ["…"] };
-    const s = summarizeAdvice(advice({ observed, recommended: rec, reason: null }));
-    expect(s.changes).toBe(true);
-    expect(s.tone).toBe("warn");
-    expect(s.verdict).toBe("Recommended: TTL 14 d (3 d 6 h + 1 d + 5 min + 9 d 17 h 55 min)");
-    expect(s.late).toBe("2 events were processed twice: the key had expired when a later delivery came");
-    const same = summarizeAdvice(advice({ observed: { ...observed, lateDuplicates: 0 }, recommended: { ttlSeconds: 7 * D, parts, reasons: [] }, reason: null }));
-    expect(same).toMatchObject({ changes: false, tone: "ok", verdict: "The current TTL covers what arrived: no change needed" });
+    const verdict = { tone: "warn" as const, badge: "Change recommended", text: "Recommended: TTL 14 d (3 d 6 h + 1 d + 5 min + 9 d 17 h 55 min)", changes: true };
+    const s = summarizeAdvice(advice({ observed, recommended: rec, reason: null, verdict }));
+    expect(s).toMatchObject({ changes: true, tone: "warn", badge: "Change recommended", verdict: verdict.text });
+    expect(s.late).toBe("2 events were processed twice under the current TTL: the key had expired when a later delivery came");
+    expect(s.replays).toBe("3 more were processed again by an operator's forced replay: not a sender's retry, left out of the evidence");
+    // After the change: the same late duplicates belong to the earlier TTL; the verdict is ok, and so is the badge.
+    const ok = { tone: "ok" as const, badge: "TTL fits the traffic", text: "The current TTL covers what arrived: no change needed", changes: false };
+    const same = summarizeAdvice(
+      advice({ observed: { ...observed, lateEvidence: { ...evidence, underCurrentTtl: 0, replays: 0 } }, recommended: { ttlSeconds: 7 * D, parts, reasons: [] }, reason: null, verdict: ok }),
+    );
+    expect(same).toMatchObject({ changes: false, tone: "ok", badge: ok.badge, verdict: ok.text, replays: null });
+    expect(same.late).toBe("2 events were processed twice under an earlier, shorter TTL: the key had expired when a later delivery came");
   });
 
   it("apply fills the ordinary edit form with the recommended parts, as custom", () => {
