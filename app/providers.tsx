@@ -3,6 +3,9 @@
 import { QueryCache, QueryClient, QueryClientProvider } from "@tanstack/react-query";
 import { useState, type ReactNode } from "react";
 import { ApiError, isSessionEnded } from "@/components/api";
+import { signInPath } from "@/lib/auth/return-to";
+import { clsx } from "clsx";
+import calloutStyles from "@/components/ui/Callout.module.css";
 
 /** Whether a failed read means the server answered that its database is unreachable. */
 function isDatabaseUnavailable(err: unknown): boolean {
@@ -20,7 +23,11 @@ export function Providers({ children }: { children: ReactNode }) {
           // disabled): the console cannot show anything more, so it goes to the sign-in page. A 503 means
           // the database is unreachable: one banner says so above whatever the screen still shows.
           onError: (err) => {
-            if (isSessionEnded(err) && window.location.pathname !== "/sign-in") window.location.assign("/sign-in");
+            if (isSessionEnded(err) && window.location.pathname !== "/sign-in") {
+              const { pathname, search, hash } = window.location;
+              // A full page load (nothing of this session stays in memory), and back here once signed in again.
+              window.location.assign(signInPath(pathname + search + hash));
+            }
             if (isDatabaseUnavailable(err)) setDatabaseDown(true);
           },
           onSuccess: () => setDatabaseDown(false),
@@ -37,9 +44,9 @@ export function Providers({ children }: { children: ReactNode }) {
   return (
     <QueryClientProvider client={client}>
       {databaseDown && (
-        <div className="callout callout--error db-banner" role="alert" data-testid="database-unreachable">
-          <div className="callout__title">Database unreachable</div>
-          <p className="callout__body">
+        <div className={clsx(calloutStyles.callout, calloutStyles.error, calloutStyles.banner)} role="alert" data-testid="database-unreachable">
+          <div className={calloutStyles.title}>Database unreachable</div>
+          <p className={calloutStyles.body}>
             Keyward cannot reach its database right now: what is on screen may be out of date, and changes are refused
             (503) until it is back. Screens keep retrying on their own.
           </p>

@@ -64,7 +64,7 @@ export async function api<T>(
 }
 
 /**
- * A GET whose answer is checked against the shared zod schema, so a server/console mismatch shows up as
+ * A call (a GET, or a change with `init`) whose answer is checked against the shared zod schema, so a server/console mismatch shows up as
  * a clear error instead of NaN in a table.
  */
 export async function apiParsed<T>(
@@ -73,8 +73,10 @@ export async function apiParsed<T>(
   /** What the error says when the answer does not match, e.g. "the server's overview does not match …". */
   mismatch: string,
   signal?: AbortSignal,
+  /** A change (POST …) whose answer is checked too. */
+  init: { method?: Method; body?: unknown; headers?: Record<string, string> } = {},
 ): Promise<T> {
-  const parsed = schema.safeParse(await api<unknown>(path, { signal }));
+  const parsed = schema.safeParse(await api<unknown>(path, { ...init, signal }));
   if (!parsed.success) throw new ApiError(200, "unexpected_response", `${mismatch}; reload the page`);
   return parsed.data;
 }

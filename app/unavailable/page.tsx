@@ -1,6 +1,8 @@
 import type { Metadata } from "next";
 import { DatabaseUnavailable } from "@/components/ui/DatabaseUnavailable";
 import styles from "@/components/auth/auth.module.css";
+import { clsx } from "clsx";
+import textStyles from "@/components/ui/text.module.css";
 
 export const metadata: Metadata = { title: "Database unreachable" };
 
@@ -13,7 +15,7 @@ export default function Page() {
   return (
     <div className={styles.shell}>
       <main className={styles.card}>
-        <p className={`brand ${styles.brand}`}>Keyward</p>
+        <p className={clsx(textStyles.brand, styles.brand)}>Keyward</p>
         <DatabaseUnavailable />
       </main>
     </div>

@@ -1,13 +1,17 @@
 "use client";
 
+import { Time } from "@/components/ui/Time";
 import { useId, useState } from "react";
-import { keyOfTarget } from "@/components/audit/prepare";
+import { keyOfTarget } from "@/components/audit/view";
 import { EventLink } from "@/components/ui/EventLink";
-import { formatDateTime } from "@/components/ui/format";
-import { detailEntries, formatDetailValue } from "./prepare";
+import { formatDateTime, isInstant } from "@/components/ui/format";
+import { detailEntries, formatDetailValue } from "./detail";
 import type { ActionRecord } from "./queries";
+import tableStyles from "@/components/ui/Table.module.css";
+import listStyles from "@/components/ui/DetailList.module.css";
+import { Status, type Tone } from "@/components/ui/Status";
 
-const OUTCOME_CLASS: Record<string, string> = { ok: "status--ok", refused: "status--warn", failed: "status--error" };
+const OUTCOME_TONE: Record<string, Tone> = { ok: "ok", refused: "warn", failed: "error" };
 
 /** One logged action, and its recorded details (reason, address, before/after) on demand. */
 export function ActionRow({ action: a }: { action: ActionRecord }) {
@@ -19,9 +23,7 @@ export function ActionRow({ action: a }: { action: ActionRecord }) {
     <>
       <tr>
         <td>
-          <time dateTime={a.at} title={a.at}>
-            {formatDateTime(a.at, true)}
-          </time>
+          <Time iso={a.at} />
         </td>
         <td className="mono">{a.actor}</td>
         <td className="mono">{a.action}</td>
@@ -42,7 +44,7 @@ export function ActionRow({ action: a }: { action: ActionRecord }) {
           )}
         </td>
         <td>
-          <span className={`status ${OUTCOME_CLASS[a.outcome] ?? ""}`}>{a.outcome}</span>
+          <Status tone={OUTCOME_TONE[a.outcome]}>{a.outcome}</Status>
         </td>
         <td>
           {details.length > 0 ? (
@@ -62,14 +64,20 @@ export function ActionRow({ action: a }: { action: ActionRecord }) {
         </td>
       </tr>
       {details.length > 0 && (
-        <tr className="detail-row" id={id} hidden={!open}>
+        <tr className={tableStyles.detailRow} id={id} hidden={!open} data-testid="action-details">
           <td colSpan={6}>
-            <dl className="detail-list">
+            <dl className={listStyles.list}>
               {details.map((d) => (
-                <div key={d.label} className="detail-list__item">
+                <div key={d.label}>
                   <dt>{d.label}</dt>
                   <dd>
-                    <pre className="detail-list__value">{formatDetailValue(d.value)}</pre>
+                    {isInstant(d.value) ? (
+                      <time dateTime={d.value} title={d.value}>
+                        {formatDateTime(d.value, true)}
+                      </time>
+                    ) : (
+                      <pre className={listStyles.value}>{formatDetailValue(d.value)}</pre>
+                    )}
                   </dd>
                 </div>
               ))}

@@ -1,5 +1,6 @@
 "use client";
 
+import { Inbox, SearchX } from "lucide-react";
 import { useInfiniteQuery } from "@tanstack/react-query";
 import { EmptyState } from "@/components/ui/EmptyState";
 import { LoadMore } from "@/components/ui/LoadMore";
@@ -19,7 +20,7 @@ export function ActivityDataTable({ filters }: { filters: ActionFilters }) {
       stale={() => "Loading more failed"}
       empty={(data) =>
         data.pages.every((p) => p.items.length === 0) && (
-          <EmptyState title={filtered ? "No action matches" : "No action yet"}>
+          <EmptyState title={filtered ? "No action matches" : "No action yet"} icon={filtered ? SearchX : Inbox}>
             <p>
               {filtered
                 ? "Filters match exactly: an actor reads like user:alice or apikey:billing, an action like user.create."

@@ -4,6 +4,7 @@ import type { FormEvent } from "react";
 import { TextField } from "@/components/ui/TextField";
 import { useHydrated } from "@/components/ui/useHydrated";
 import { KNOWN_ACTIONS, type ActionFilters } from "./queries";
+import formStyles from "@/components/ui/forms.module.css";
 
 /** Narrow the log to one actor and/or one action (exact matches, as the server filters). */
 export function ActivityFilters({ filters, onChange }: { filters: ActionFilters; onChange: (f: ActionFilters) => void }) {
@@ -17,7 +18,7 @@ export function ActivityFilters({ filters, onChange }: { filters: ActionFilters;
   };
   const active = Boolean(filters.actor || filters.action);
   return (
-    <form className="filters" method="get" onSubmit={submit} aria-label="Filter the action log">
+    <form className={formStyles.filters} method="get" onSubmit={submit} aria-label="Filter the action log">
       <TextField
         id="filter-actor"
         label="Actor"
@@ -44,7 +45,7 @@ export function ActivityFilters({ filters, onChange }: { filters: ActionFilters;
           <option key={a} value={a} />
         ))}
       </datalist>
-      <div className="form__actions">
+      <div className={formStyles.actions}>
         <button type="submit" className="button" disabled={!hydrated}>
           Filter
         </button>

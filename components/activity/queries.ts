@@ -1,10 +1,10 @@
 /** Client side of the operator action log (GET /api/v1/actions): keys and the paged query. */
 import { infiniteQueryOptions } from "@tanstack/react-query";
 import { api, retryUnlessClientError } from "@/components/api";
-import type { ActionRecord } from "@/lib/audit/actions";
+import type { ActionPage, ActionRecord } from "@/lib/audit/schema";
 
 export type { ActionRecord };
-export type ActionPage = { items: ActionRecord[]; next: string | null };
+export type { ActionPage };
 /** Exact matches, as the server filters: actor like `user:alice`, action like `user.create`. */
 export type ActionFilters = { actor?: string; action?: string };
 

@@ -5,6 +5,7 @@ import { PageHeader } from "@/components/ui/PageHeader";
 import { SecretPanel } from "@/components/ui/SecretPanel";
 import { ApiKeysDataTable } from "./ApiKeysDataTable";
 import { CreateApiKeyForm } from "./CreateApiKeyForm";
+import textStyles from "@/components/ui/text.module.css";
 
 export function ApiKeysPage() {
   // The new key is held here only, never in the query cache: a reload, or "hide it", and it is gone.
@@ -24,7 +25,7 @@ export function ApiKeysPage() {
         </SecretPanel>
       )}
       <CreateApiKeyForm onCreated={(name, key) => setCreated({ name, key })} />
-      <h2 className="section-title">All keys</h2>
+      <h2 className={textStyles.sectionTitle}>All keys</h2>
       <ApiKeysDataTable />
     </>
   );

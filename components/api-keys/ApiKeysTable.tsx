@@ -1,10 +1,12 @@
-import { formatDateTime } from "@/components/ui/format";
+import { Time } from "@/components/ui/Time";
 import type { ApiKeyItem } from "./queries";
 import { RevokeApiKey } from "./RevokeApiKey";
 import { Table } from "@/components/ui/Table";
+import tableStyles from "@/components/ui/Table.module.css";
+import { Status } from "@/components/ui/Status";
 
 function When({ iso, never }: { iso: string | null; never: string }) {
-  return <td>{iso ? <time dateTime={iso}>{formatDateTime(iso)}</time> : <span className="muted">{never}</span>}</td>;
+  return <td>{iso ? <Time iso={iso} /> : <span className="muted">{never}</span>}</td>;
 }
 
 /** Every API key, active first; revoked keys stay listed (greyed) with when they were revoked. */
@@ -24,15 +26,15 @@ export function ApiKeysTable({ apiKeys }: { apiKeys: ApiKeyItem[] }) {
       ]}
     >
       {sorted.map((k) => (
-        <tr key={k.id} className={k.revokedAt ? "row--inactive" : undefined}>
+        <tr key={k.id} className={k.revokedAt ? tableStyles.inactive : undefined}>
           <th scope="row">{k.name}</th>
           <td className="mono" title="The public part of the key: kw_<id>_…">
             {k.id}
           </td>
           <td>
-            <span className="chips">
+            <span className={tableStyles.chips}>
               {k.scopes.map((s) => (
-                <code key={s} className="chip">
+                <code key={s} className={tableStyles.chip}>
                   {s}
                 </code>
               ))}
@@ -42,14 +44,14 @@ export function ApiKeysTable({ apiKeys }: { apiKeys: ApiKeyItem[] }) {
           <When iso={k.lastUsedAt} never="never" />
           <td>
             {k.revokedAt ? (
-              <span className="status status--off">
-                Revoked <time dateTime={k.revokedAt}>{formatDateTime(k.revokedAt)}</time>
-              </span>
+              <Status tone="off">
+                Revoked <Time iso={k.revokedAt} />
+              </Status>
             ) : (
-              <span className="status status--ok">Active</span>
+              <Status tone="ok">Active</Status>
             )}
           </td>
-          <td className="actions-cell">{!k.revokedAt && <RevokeApiKey apiKey={k} />}</td>
+          <td className={tableStyles.actionsCell}>{!k.revokedAt && <RevokeApiKey apiKey={k} />}</td>
         </tr>
       ))}
     </Table>

@@ -1,5 +1,6 @@
 "use client";
 
+import { Plus } from "lucide-react";
 import { useMutation, useQueryClient } from "@tanstack/react-query";
 import { useState, type FormEvent } from "react";
 import { ErrorBox } from "@/components/ui/ErrorBox";
@@ -9,6 +10,9 @@ import { useHydrated } from "@/components/ui/useHydrated";
 import { SCOPE_HELP } from "@/lib/auth/roles";
 import { SCOPES, type Scope } from "@/lib/auth/schema";
 import { apiKeyKeys, createApiKey } from "./queries";
+import { clsx } from "clsx";
+import formStyles from "@/components/ui/forms.module.css";
+import { Icon } from "@/components/ui/Icon";
 
 /** A new key: a name and at least one scope. The key itself goes to `onCreated`, once. */
 export function CreateApiKeyForm({ onCreated }: { onCreated: (name: string, key: string) => void }) {
@@ -34,7 +38,7 @@ export function CreateApiKeyForm({ onCreated }: { onCreated: (name: string, key:
   return (
     <Panel title="Create an API key" wide>
       {create.isError && <ErrorBox title="The key was not created" error={create.error} />}
-      <form className="form" method="post" onSubmit={submit}>
+      <form className={formStyles.form} method="post" onSubmit={submit}>
         <TextField
           id="new-key-name"
           label="Name"
@@ -52,22 +56,25 @@ export function CreateApiKeyForm({ onCreated }: { onCreated: (name: string, key:
           autoComplete="off"
           placeholder="billing-webhooks"
         />
-        <fieldset className="field fieldset" aria-describedby={noScope ? "new-key-scope-error" : undefined}>
-          <legend className="field__label">Scopes</legend>
+        <fieldset className={clsx(formStyles.field, formStyles.fieldset)} aria-describedby={noScope ? "new-key-scope-error" : undefined}>
+          <legend className={formStyles.label}>Scopes</legend>
           {SCOPES.map((s) => (
-            <label key={s} className="check">
+            <label key={s} className={formStyles.check}>
               <input type="checkbox" name="scopes" value={s} defaultChecked={s === "claims:write"} />
-              <code>{s}</code> <span className="muted">{SCOPE_HELP[s]}</span>
+              <span className={formStyles.checkText}>
+                <code>{s}</code> <span className={clsx("muted", formStyles.checkHelp)}>{SCOPE_HELP[s]}</span>
+              </span>
             </label>
           ))}
           {noScope && (
-            <p className="inline-error" id="new-key-scope-error" role="alert">
+            <p className={formStyles.error} id="new-key-scope-error" role="alert">
               Choose at least one scope.
             </p>
           )}
         </fieldset>
-        <div className="form__actions">
+        <div className={formStyles.actions}>
           <button type="submit" className="button button--primary" disabled={!hydrated || create.isPending}>
+            <Icon icon={Plus} />
             {create.isPending ? "Creating…" : "Create API key"}
           </button>
         </div>

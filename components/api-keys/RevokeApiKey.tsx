@@ -3,6 +3,8 @@
 import { useMutation, useQueryClient } from "@tanstack/react-query";
 import { ConfirmAction } from "@/components/ui/ConfirmAction";
 import { apiKeyKeys, revokeApiKey, type ApiKeyItem } from "./queries";
+import tableStyles from "@/components/ui/Table.module.css";
+import formStyles from "@/components/ui/forms.module.css";
 
 /** Revoke with a confirmation: the key is refused from the next request on, and that cannot be undone. */
 export function RevokeApiKey({ apiKey }: { apiKey: ApiKeyItem }) {
@@ -12,7 +14,7 @@ export function RevokeApiKey({ apiKey }: { apiKey: ApiKeyItem }) {
     onSuccess: () => queryClient.invalidateQueries({ queryKey: apiKeyKeys.all }),
   });
   return (
-    <div className="row-actions">
+    <div className={tableStyles.rowActions}>
       <ConfirmAction
         label="Revoke"
         accessibleLabel={`Revoke ${apiKey.name}`}
@@ -23,7 +25,7 @@ export function RevokeApiKey({ apiKey }: { apiKey: ApiKeyItem }) {
         danger
       />
       {revoke.isError && (
-        <p className="inline-error" role="alert">
+        <p className={formStyles.error} role="alert">
           {revoke.error.message}
         </p>
       )}

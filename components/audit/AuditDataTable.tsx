@@ -1,5 +1,6 @@
 "use client";
 
+import { Download, SearchX } from "lucide-react";
 import { useState } from "react";
 import { useQuery } from "@tanstack/react-query";
 import { EmptyState } from "@/components/ui/EmptyState";
@@ -8,6 +9,8 @@ import { QueryView } from "@/components/ui/QueryView";
 import { formatDateTime } from "@/components/ui/format";
 import { AuditTable } from "./AuditTable";
 import { auditSearchQuery, exportUrl, PAGE_SIZE, type AuditPage, type AuditSearchFilters } from "./queries";
+import loadMoreStyles from "@/components/ui/LoadMore.module.css";
+import { Icon } from "@/components/ui/Icon";
 
 /**
  * Loads one page of a search and pages with the server's keyset cursors: Next follows `next`, Previous
@@ -33,7 +36,7 @@ export function AuditDataTable({ filters }: { filters: AuditSearchFilters }) {
       empty={(data) =>
         data.items.length === 0 &&
         pageNo === 1 && (
-          <EmptyState title="No audit row matches">
+          <EmptyState title="No audit row matches" icon={SearchX}>
             <p>
               Searched {range(data)}. Filters match exactly (the event id prefix excepted); widen the time range under More
               filters, or look up one event by its source and id.
@@ -45,16 +48,17 @@ export function AuditDataTable({ filters }: { filters: AuditSearchFilters }) {
       {(data) => (
         <>
           {error && <ErrorBox title="Loading that page failed" error={error} onRetry={() => void refetch()} retrying={isFetching} />}
-          <div className="load-more">
+          <div className={loadMoreStyles.loadMore}>
             <span className="muted" aria-live="polite">
               Page {pageNo} · {data.items.length} row{data.items.length === 1 ? "" : "s"} · {range(data)}
             </span>
             <a className="button" href={exportUrl(filters)} download>
+              <Icon icon={Download} />
               Export CSV
             </a>
           </div>
           <AuditTable rows={data.items} />
-          <nav className="load-more" aria-label="Pages">
+          <nav className={loadMoreStyles.loadMore} aria-label="Pages">
             <button
               type="button"
               className="button"

@@ -4,7 +4,7 @@ import { useRouter, useSearchParams } from "next/navigation";
 import { PageHeader } from "@/components/ui/PageHeader";
 import { AuditDataTable } from "./AuditDataTable";
 import { AuditSearchForm } from "./AuditSearchForm";
-import { filtersFromParams } from "./prepare";
+import { filtersFromParams } from "./view";
 import { eventPath, filterParams } from "./queries";
 
 /** The Audit screen: the search lives in the URL, so a search can be shared and the Back button works. */

@@ -1,14 +1,19 @@
 "use client";
 
+import { Search } from "lucide-react";
 import type { FormEvent } from "react";
 import { useQuery } from "@tanstack/react-query";
 import { sourcesQuery } from "@/components/sources/queries";
 import { SelectField } from "@/components/ui/SelectField";
 import { TextField } from "@/components/ui/TextField";
 import { useHydrated } from "@/components/ui/useHydrated";
-import { isoToLocalInput, KNOWN_AUDIT_KINDS, localInputToIso } from "./prepare";
+import { isoToLocalInput, KNOWN_AUDIT_KINDS, localInputToIso } from "./view";
 import type { AuditSearchFilters } from "./queries";
 import styles from "./audit.module.css";
+import { clsx } from "clsx";
+import formStyles from "@/components/ui/forms.module.css";
+import panelStyles from "@/components/ui/Panel.module.css";
+import { Icon } from "@/components/ui/Icon";
 
 /**
  * The audit search. The event id comes first: with a source too, submitting goes straight to that event's
@@ -49,7 +54,7 @@ export function AuditSearchForm({
   const k = JSON.stringify(filters); // re-seed the uncontrolled inputs when the URL's filters change
 
   return (
-    <form className={`panel ${styles.search}`} method="get" onSubmit={submit} aria-label="Search the audit history" key={k}>
+    <form className={clsx(panelStyles.panel, styles.search)} method="get" onSubmit={submit} aria-label="Search the audit history" key={k}>
       <div className={styles.lookup}>
         <TextField
           id="audit-event-id"
@@ -64,18 +69,19 @@ export function AuditSearchForm({
           autoFocus
         />
         <SelectField id="audit-source" name="source" label="Source" options={names} emptyLabel="Any source" defaultValue={filters.source} />
-        <div className="form__actions">
+        <div className={formStyles.actions}>
           <button type="submit" className="button button--primary" disabled={!hydrated}>
+            <Icon icon={Search} />
             Search
           </button>
         </div>
       </div>
-      <p className="field__hint field__hint--wide">
+      <p className={clsx(formStyles.hint, formStyles.hintWide)}>
         With a source and an event id, Search opens that event&apos;s page: whether it was processed, when, and what became of its key.
       </p>
       <details className={styles.more} open={Boolean(filters.eventIdPrefix || filters.eventType || filters.kind || filters.actor || filters.from || filters.to)}>
         <summary>More filters</summary>
-        <div className="filters">
+        <div className={formStyles.filters}>
           <TextField id="audit-prefix" label="Event id starts with" inputClassName="mono" name="eventIdPrefix" defaultValue={filters.eventIdPrefix ?? ""} autoComplete="off" spellCheck={false} />
           <TextField id="audit-type" label="Event type" inputClassName="mono" name="eventType" defaultValue={filters.eventType ?? ""} placeholder="invoice.paid" autoComplete="off" spellCheck={false} />
           <TextField id="audit-kind" label="Kind" inputClassName="mono" name="kind" list="audit-kinds" defaultValue={filters.kind ?? ""} placeholder="claimed, released, …" autoComplete="off" spellCheck={false} />

@@ -1,5 +1,5 @@
 import { CommandBlock } from "@/components/ui/CommandBlock";
-import styles from "@/components/auth/auth.module.css";
+import styles from "./auth.module.css";
 
 /** A fresh install: no admin exists, so no one can sign in until one is created on the server. */
 export function FirstRunPanel() {

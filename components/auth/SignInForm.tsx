@@ -1,5 +1,6 @@
 "use client";
 
+import { LogIn } from "lucide-react";
 import { useMutation } from "@tanstack/react-query";
 import { useRef, type FormEvent } from "react";
 import { api } from "@/components/api";
@@ -7,18 +8,22 @@ import { ErrorBox } from "@/components/ui/ErrorBox";
 import { TextField } from "@/components/ui/TextField";
 import { useHydrated } from "@/components/ui/useHydrated";
 import { SsoButton, type SsoProvider } from "./SsoButton";
-import styles from "@/components/auth/auth.module.css";
+import styles from "./auth.module.css";
+import formStyles from "@/components/ui/forms.module.css";
+import { Icon } from "@/components/ui/Icon";
 
 /**
  * Username and password. The server's refusal is shown as it sent it (401 wrong credentials, 429 locked
- * out with the wait, 422 a missing field). Success loads the console afresh.
+ * out with the wait, 422 a missing field). Success loads the console afresh, on the page the person had
+ * opened (`returnTo`, already checked by the page: lib/auth/return-to.ts) or the Overview.
  */
-export function SignInForm({ sso }: { sso: SsoProvider | null }) {
+export function SignInForm({ sso, returnTo = "/" }: { sso: SsoProvider | null; returnTo?: string }) {
   const hydrated = useHydrated();
   const password = useRef<HTMLInputElement>(null);
   const signIn = useMutation({
     mutationFn: (body: { username: string; password: string }) => api("/api/v1/session", { method: "POST", body }),
-    onSuccess: () => window.location.assign("/"),
+    // A full page load: the console starts afresh with the new session.
+    onSuccess: () => window.location.assign(returnTo),
     onError: () => {
       if (password.current) {
         password.current.value = "";
@@ -37,7 +42,7 @@ export function SignInForm({ sso }: { sso: SsoProvider | null }) {
     <>
       <h1 className={styles.title}>Sign in</h1>
       {signIn.isError && <ErrorBox title="Sign-in failed" error={signIn.error} />}
-      <form className="form" method="post" onSubmit={submit} aria-label="Sign in">
+      <form className={formStyles.form} method="post" onSubmit={submit} aria-label="Sign in">
         <TextField
           id="sign-in-username"
           label="Username"
@@ -50,10 +55,11 @@ export function SignInForm({ sso }: { sso: SsoProvider | null }) {
         />
         <TextField ref={password} id="sign-in-password" label="Password" name="password" type="password" autoComplete="current-password" required />
         <button type="submit" className="button button--primary button--block" disabled={!hydrated || busy}>
+            <Icon icon={LogIn} />
           {busy ? "Signing in…" : "Sign in"}
         </button>
       </form>
-      {sso && <SsoButton sso={sso} />}
+      {sso && <SsoButton sso={sso} returnTo={returnTo} />}
     </>
   );
 }

@@ -2,6 +2,7 @@
 
 import { useMutation } from "@tanstack/react-query";
 import { api } from "@/components/api";
+import { ssoReturnTo } from "@/lib/auth/return-to";
 import { ErrorBox } from "@/components/ui/ErrorBox";
 import { useHydrated } from "@/components/ui/useHydrated";
 import styles from "./auth.module.css";
@@ -11,12 +12,12 @@ export type SsoProvider = { providerId: string; name: string };
 /** Better Auth's start of the OpenID Connect flow (app/api/auth/[...all]); it answers with the provider's URL. */
 const SSO_START = "/api/auth/sign-in/social";
 
-/** Single sign-on: asks the server for the identity provider's URL, then goes there. */
-export function SsoButton({ sso }: { sso: SsoProvider }) {
+/** Single sign-on: asks the server for the identity provider's URL, then goes there; it returns to `returnTo`. */
+export function SsoButton({ sso, returnTo = "/" }: { sso: SsoProvider; returnTo?: string }) {
   const hydrated = useHydrated();
   const start = useMutation({
     mutationFn: () =>
-      api<{ url: string }>(SSO_START, { method: "POST", body: { provider: sso.providerId, callbackURL: "/" } }),
+      api<{ url: string }>(SSO_START, { method: "POST", body: { provider: sso.providerId, callbackURL: ssoReturnTo(returnTo) } }),
     onSuccess: ({ url }) => window.location.assign(url),
   });
   return (

@@ -2,6 +2,7 @@
 
 import type { ReactNode } from "react";
 import { Bar, CartesianGrid, ComposedChart, Line, ResponsiveContainer, Tooltip, XAxis, YAxis } from "recharts";
+import { annotationLines, type Annotation } from "./annotations";
 import styles from "./charts.module.css";
 import { ChartTooltip } from "./ChartTooltip";
 
@@ -17,13 +18,14 @@ type Props<P extends { t: number }> = {
   formatTime: (t: number) => string;
   tooltipNote?: (point: P) => ReactNode;
   height?: number;
+  annotations?: readonly Annotation[];
 };
 
 /**
  * Events over time, each with an amount (bar) and a rate (line): e.g. prune runs with the rows each
  * deleted and its rows per second. Display only; points come prepared (chart-data.ts).
  */
-export function BarLineChart<P extends { t: number }>({ data, bar, line, domain, ticks, formatX, formatTime, tooltipNote, height = 220 }: Props<P>) {
+export function BarLineChart<P extends { t: number }>({ data, bar, line, domain, ticks, formatX, formatTime, tooltipNote, height = 220, annotations = [] }: Props<P>) {
   return (
     <ResponsiveContainer width="100%" height={height} className={styles.chart}>
       <ComposedChart data={data} margin={{ top: 8, right: 4, bottom: 0, left: 4 }}>
@@ -53,6 +55,7 @@ export function BarLineChart<P extends { t: number }>({ data, bar, line, domain,
             );
           }}
         />
+        {annotationLines(annotations)}
         <Bar yAxisId="left" dataKey={(p: P) => p[bar.key] as number} name={bar.name} fill={bar.color} barSize={6} isAnimationActive={false} />
         <Line
           yAxisId="right"

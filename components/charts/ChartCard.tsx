@@ -1,5 +1,7 @@
 import type { ReactNode } from "react";
 import styles from "./ChartCard.module.css";
+import { clsx } from "clsx";
+import skeleton from "@/components/ui/Skeleton.module.css";
 
 /** The grid the chart cards sit in (one column on narrow screens). */
 export function ChartGrid({ children, busy }: { children: ReactNode; busy?: boolean }) {
@@ -46,10 +48,10 @@ export function ChartCard({
 
 /** What a card shows in place of its plot when there is nothing to draw. */
 export function ChartEmpty({ children }: { children: ReactNode }) {
-  return <p className={`muted ${styles.chartEmpty}`}>{children}</p>;
+  return <p className={clsx("muted", styles.chartEmpty)}>{children}</p>;
 }
 
 /** A card's placeholder while its data loads. */
 export function ChartSkeleton() {
-  return <div className={`skeleton ${styles.chartSkeleton}`} />;
+  return <div className={clsx(skeleton.skeleton, styles.chartSkeleton)} />;
 }

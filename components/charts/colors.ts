@@ -1,14 +1,18 @@
-/** One colour per quantity, the same on every chart (the Overview, a source's page, the advisor). */
+/**
+ * One colour per quantity, the same on every chart (the Overview, a source's page, the advisor): the
+ * --chart-* tokens of app/globals.css, so a chart follows the theme (lighter series on the dark surface).
+ * SVG attributes and inline styles take var() as any CSS value does.
+ */
 export const CHART_COLORS = {
-  bytes: "#3b6fe0",
-  indexBytes: "#7c9cf0",
-  rows: "#d97706",
-  alive: "#16a34a",
-  backlog: "#c2410c",
-  rowsDeleted: "#8b5cf6",
-  rate: "#0d9488",
-  claims: "#3b6fe0",
-  duplicates: "#db2777",
-  late: "#b91c1c",
-  replay: "#f59e0b",
+  bytes: "var(--chart-bytes)",
+  indexBytes: "var(--chart-index-bytes)",
+  rows: "var(--chart-rows)",
+  alive: "var(--chart-alive)",
+  backlog: "var(--chart-backlog)",
+  rowsDeleted: "var(--chart-rows-deleted)",
+  rate: "var(--chart-rate)",
+  claims: "var(--chart-bytes)",
+  duplicates: "var(--chart-duplicates)",
+  late: "var(--chart-late)",
+  replay: "var(--chart-replay)",
 } as const;

@@ -4,7 +4,7 @@
 import { infiniteQueryOptions, queryOptions } from "@tanstack/react-query";
 import { api, retryUnlessClientError } from "@/components/api";
 import type { DeadLetterDetail } from "@/lib/deadletters/schema";
-import type { ReplayAttempt } from "@/lib/replay/attempts";
+import type { AttemptPage } from "@/lib/replay/schema";
 
 export const ATTEMPTS_PAGE_SIZE = 20;
 
@@ -29,7 +29,7 @@ export function attemptsQuery(id: string) {
     queryFn: ({ pageParam, signal }) => {
       const params = new URLSearchParams({ limit: String(ATTEMPTS_PAGE_SIZE) });
       if (pageParam) params.set("cursor", pageParam);
-      return api<{ items: ReplayAttempt[]; next: string | null }>(`/api/v1/dead-letters/${encodeURIComponent(id)}/attempts?${params}`, { signal });
+      return api<AttemptPage>(`/api/v1/dead-letters/${encodeURIComponent(id)}/attempts?${params}`, { signal });
     },
     initialPageParam: null as string | null,
     getNextPageParam: (last) => last.next,

@@ -1,34 +1,53 @@
 "use client";
 
 import { useRouter } from "next/navigation";
+import { useMemo } from "react";
 import { useQuery } from "@tanstack/react-query";
 import { EmptyState } from "@/components/ui/EmptyState";
 import { QueryView } from "@/components/ui/QueryView";
 import { formatClockTime } from "@/components/ui/format";
 import { METRICS_REFRESH_MS, metricsQuery, overviewQuery } from "./queries";
-import { backlogNow } from "./prepare";
+import { sourceNamesQuery } from "@/components/sources/queries";
+import { backlogNow } from "./figures";
 import type { MetricsRange } from "@/lib/metrics/schema";
 import { formatStep } from "./chart-data";
 import { MetricsCharts, MetricsChartsSkeleton } from "./MetricsCharts";
 import { RangePicker } from "./RangePicker";
 import styles from "./overview.module.css";
+import textStyles from "@/components/ui/text.module.css";
 
 /**
  * The Overview's trends: loads the metrics history of the chosen range (of every source, or of the one
  * picked in the source filter) and picks what to show. The backlog chart's "now" is the live figure the
- * "Expired, not pruned" card shows (the same overview read), not the last sample's.
+ * "Expired, not pruned" card shows (the same overview read), not the last sample's. The source picker lists
+ * every source: the names in that read, or past SOURCE_ROWS_SHOWN sources, those of GET /api/v1/source-names.
  */
 export function MetricsPanel({ range, source = null }: { range: MetricsRange; source?: string | null }) {
   const router = useRouter();
   const query = useQuery(metricsQuery(range, source));
   const { data, isFetching, isPlaceholderData } = query;
   const overview = useQuery(overviewQuery());
-  const sources = overview.data?.sources.map((s) => s.source) ?? [];
+  // The overview's rows name every source up to SOURCE_ROWS_SHOWN; past that, the picker reads every name
+  // (GET /api/v1/source-names, not on the 10 s refresh), showing the busiest until they arrive.
+  const partial = overview.data !== undefined && overview.data.sources.length < overview.data.totals.sources;
+  const every = useQuery({ ...sourceNamesQuery(), enabled: partial });
+  const names = partial ? every.data?.names : undefined;
+  // The rows only while they are the list: thousands of options are built again when the names change, not on
+  // every refresh (react-query keeps `names` the same array while the answer is the same).
+  const rows = names ? null : overview.data?.sources;
+  const options = useMemo(() => {
+    const list = names ?? rows?.map((s) => s.source) ?? [];
+    return (source && !list.includes(source) ? [source, ...list] : list).map((s) => (
+      <option key={s} value={s}>
+        {s}
+      </option>
+    ));
+  }, [names, rows, source]);
 
   return (
     <section className={styles.metrics} aria-label="Trends" aria-busy={isFetching}>
       <div className={styles.metricsHeader}>
-        <h2 className="section-title">Trends</h2>
+        <h2 className={textStyles.sectionTitle}>Trends</h2>
         <RangePicker value={range} keep={{ source }} />
         <label className="small">
           <span className="visually-hidden">Source</span>
@@ -41,11 +60,7 @@ export function MetricsPanel({ range, source = null }: { range: MetricsRange; so
             }
           >
             <option value="">All sources</option>
-            {(source && !sources.includes(source) ? [source, ...sources] : sources).map((s) => (
-              <option key={s} value={s}>
-                {s}
-              </option>
-            ))}
+            {options}
           </select>
         </label>
         <span className="muted small">

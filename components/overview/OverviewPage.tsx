@@ -28,7 +28,7 @@ export function OverviewPage({ range, source = null }: { range: MetricsRange; so
           />
         }
       />
-      <PruneFailures />
+      <PruneFailures range={range} source={source} />
       <OverviewDataTable />
       <InletLag />
       <MetricsPanel range={range} source={source} />

@@ -1,10 +1,12 @@
+import Link from "next/link";
 import { StatCard, StatCardSkeleton } from "@/components/ui/StatCard";
+import { Time } from "@/components/ui/Time";
 import { formatBytes, formatClockTime, formatCompact, formatCount, formatPercent } from "@/components/ui/format";
 import type { Overview } from "@/lib/overview/schema";
-import { aliveFigure, attemptsOf, conflictsOf, expiredFigure } from "./prepare";
+import { aliveFigure, attemptsOf, conflictsOf, expiredFigure } from "./figures";
 import styles from "./overview.module.css";
 
-const LABELS = ["Keys alive", "Claims, last hour", "Duplicates, last hour", "Conflicts, last hour", "Expired, not pruned", "Dedup table"];
+const LABELS = ["Keys alive", "Claims, last hour", "Duplicates, last hour", "Conflicts, last hour", "Expired, not pruned", "Dedup table", "Dead letters pending"];
 
 /** The headline figures across all sources. Display only. */
 export function OverviewStats({ overview }: { overview: Overview }) {
@@ -13,6 +15,7 @@ export function OverviewStats({ overview }: { overview: Overview }) {
   const sample = overview.latestSample;
   const alive = aliveFigure(overview);
   const expired = expiredFigure(overview);
+  const letters = overview.deadLetters;
   return (
     <section className={styles.stats} aria-label="Totals across all sources">
       <StatCard
@@ -69,6 +72,39 @@ export function OverviewStats({ overview }: { overview: Overview }) {
             : "the first sample is taken within a minute"
         }
         title="dedup_keys on disk (table, TOAST and indexes) and its row count, alive and expired, from the metrics sampler's newest sample."
+      />
+      <StatCard
+        label={LABELS[6]}
+        value={
+          letters ? (
+            <Link href="/replay?status=pending" prefetch={false}>
+              {formatCount(letters.pending)}
+            </Link>
+          ) : (
+            "—"
+          )
+        }
+        hint={
+          <>
+            {letters?.oldestPendingAt ? (
+              <>
+                oldest failed <Time iso={letters.oldestPendingAt} />
+              </>
+            ) : (
+              "none waiting"
+            )}
+            {overview.replays.failing > 0 && (
+              <>
+                {" · "}
+                <span className="warn-text">
+                  {formatCount(overview.replays.failing)} replay{overview.replays.failing === 1 ? "" : "s"} failing
+                </span>
+              </>
+            )}
+          </>
+        }
+        tone={overview.replays.unhealthy > 0 ? "warn" : "normal"}
+        title="Events a consumer gave up on that wait for a replay or a decision (Replay screen), and running replays whose deliveries keep failing."
       />
     </section>
   );

@@ -3,7 +3,7 @@
 import { Segmented } from "@/components/ui/Segmented";
 import { METRICS_RANGES, type MetricsRange } from "@/lib/metrics/schema";
 
-const LABELS: Record<MetricsRange, string> = { "1h": "1 hour", "24h": "24 hours", "7d": "7 days", "30d": "30 days" };
+export const RANGE_LABELS: Record<MetricsRange, string> = { "1h": "1 hour", "24h": "24 hours", "7d": "7 days", "30d": "30 days" };
 
 /**
  * The charts' time range, kept in the URL (?range=7d) so a view can be bookmarked and shared. `keep`: the
@@ -18,7 +18,7 @@ export function RangePicker({ value, keep = {} }: { value: MetricsRange; keep?: 
     <Segmented
       label="Time range"
       value={value}
-      segments={(Object.keys(METRICS_RANGES) as MetricsRange[]).map((r) => ({ value: r, href: `?range=${r}${rest}`, title: `Last ${LABELS[r]}` }))}
+      segments={(Object.keys(METRICS_RANGES) as MetricsRange[]).map((r) => ({ value: r, href: `?range=${r}${rest}`, title: `Last ${RANGE_LABELS[r]}` }))}
     />
   );
 }

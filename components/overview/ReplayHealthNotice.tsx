@@ -1,12 +1,13 @@
 import Link from "next/link";
 import { formatCount, formatDateTime } from "@/components/ui/format";
 import type { Overview } from "@/lib/overview/schema";
+import panelStyles from "@/components/ui/Panel.module.css";
 
 /** Running replays that are stalled or failing, each with its latest error and that error's time; nothing when all are healthy. Display only. */
 export function ReplayHealthNotice({ replays }: { replays: Overview["replays"] }) {
   if (replays.unhealthy === 0) return null;
   return (
-    <section className="panel" role="alert" aria-label="Unhealthy replays" data-testid="overview-replay-health">
+    <section className={panelStyles.panel} role="alert" aria-label="Unhealthy replays" data-testid="overview-replay-health">
       <p className="warn-text">
         <strong>
           {formatCount(replays.unhealthy)} of {formatCount(replays.running)} running replay{replays.running === 1 ? "" : "s"} need attention

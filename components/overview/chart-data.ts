@@ -9,20 +9,32 @@ import type { MetricSample, MetricsResponse, PruneRunPoint } from "@/lib/metrics
 /** The grid gets no more slots than this, whatever a response claims (a guard, not a target). */
 export const MAX_SLOTS = 5000;
 
-type Numeric = "tableBytes" | "indexBytes" | "estimatedRows" | "aliveKeys" | "expiryBacklog" | "inFlight" | "claims" | "duplicates";
+type Numeric =
+  | "tableBytes"
+  | "indexBytes"
+  | "estimatedRows"
+  | "aliveKeys"
+  | "expiryBacklog"
+  | "inFlight"
+  | "claims"
+  | "duplicates"
+  | "aliveKeysMin"
+  | "aliveKeysMax"
+  | "tableBytesMin"
+  | "tableBytesMax";
 
 /**
  * One slot of the grid. A slot no sample fell into has null values: recharts then breaks the line
  * there (connectNulls={false}) instead of drawing a dip to zero that never happened.
  */
-export type SamplePoint = { t: number; backlogCapped: boolean | null; isolated: boolean } & Record<Numeric, number | null>;
+export type SamplePoint = { t: number; backlogCapped: boolean | null } & Record<Numeric, number | null>;
 
 /**
  * How samples that land in one slot are merged (the server already buckets long ranges the same way;
  * this only matters when a slot receives more than one): sizes and rows average, peaks are kept for
- * backlog and in-flight, counts of events add up.
+ * backlog and in-flight, counts of events add up, and a band's low and high stay the lowest and highest.
  */
-const MERGE: Record<Numeric, "avg" | "max" | "sum"> = {
+const MERGE: Record<Numeric, "avg" | "min" | "max" | "sum"> = {
   tableBytes: "avg",
   indexBytes: "avg",
   estimatedRows: "avg",
@@ -31,6 +43,10 @@ const MERGE: Record<Numeric, "avg" | "max" | "sum"> = {
   inFlight: "max",
   claims: "sum",
   duplicates: "sum",
+  aliveKeysMin: "min",
+  aliveKeysMax: "max",
+  tableBytesMin: "min",
+  tableBytesMax: "max",
 };
 const NUMERIC = Object.keys(MERGE) as Numeric[];
 
@@ -51,15 +67,11 @@ export function sampleSeries(res: Pick<MetricsResponse, "from" | "to" | "step" |
     const i = Math.floor((Date.parse(s.at) - first) / stepMs);
     if (i >= 0 && i < slots) groups[i].push(s);
   }
-  const points = groups.map((group, i) => toPoint(first + i * stepMs, group));
-  return points.map((p, i) => ({
-    ...p,
-    isolated: p.tableBytes !== null && points[i - 1]?.tableBytes == null && points[i + 1]?.tableBytes == null,
-  }));
+  return groups.map((group, i) => toPoint(first + i * stepMs, group));
 }
 
 function toPoint(t: number, group: MetricSample[]): SamplePoint {
-  const point = { t, backlogCapped: group.length ? group.some((s) => s.backlogCapped) : null, isolated: false } as SamplePoint;
+  const point = { t, backlogCapped: group.length ? group.some((s) => s.backlogCapped) : null } as SamplePoint;
   for (const key of NUMERIC) {
     if (group.length === 0) {
       point[key] = null;
@@ -68,7 +80,7 @@ function toPoint(t: number, group: MetricSample[]): SamplePoint {
     const values = group.map((s) => s[key]);
     const how = MERGE[key];
     point[key] =
-      how === "max" ? Math.max(...values) : how === "sum" ? values.reduce((a, b) => a + b, 0) : Math.round(values.reduce((a, b) => a + b, 0) / values.length);
+      how === "max" ? Math.max(...values) : how === "min" ? Math.min(...values) : how === "sum" ? values.reduce((a, b) => a + b, 0) : Math.round(values.reduce((a, b) => a + b, 0) / values.length);
   }
   return point;
 }
@@ -174,7 +186,7 @@ export function formatStep(seconds: number): string {
 }
 
 /** The time axis every chart of one metrics answer shares: its domain, ticks and labels. */
-export function timeAxes(res: Pick<MetricsResponse, "from" | "to">) {
+export function timeAxes(res: Pick<MetricsResponse, "from" | "to"> & Partial<Pick<MetricsResponse, "annotations">>) {
   const from = Date.parse(res.from);
   const to = Date.parse(res.to);
   return {
@@ -182,7 +194,14 @@ export function timeAxes(res: Pick<MetricsResponse, "from" | "to">) {
     ticks: timeTicks(from, to),
     formatX: (t: number) => formatAxisTime(t, to - from),
     formatTime: (t: number) => formatPointTime(t),
+    /** The range's configuration changes, marked on every time chart of it. */
+    annotations: annotationMarks({ annotations: res.annotations ?? [] }),
   };
+}
+
+/** The range's configuration changes as chart marks (TimeSeriesChart's `annotations`). */
+export function annotationMarks(res: Pick<MetricsResponse, "annotations">): { t: number; label: string }[] {
+  return res.annotations.map((a) => ({ t: Date.parse(a.at), label: a.label }));
 }
 
 /** Claims (new keys) and duplicates over the points. */

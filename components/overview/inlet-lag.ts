@@ -1,5 +1,5 @@
 /**
- * The Overview's RabbitMQ inlet rows, prepared (pure, no React): the state in words, the queue depth, the
+ * The Overview's inlet rows (RabbitMQ, BullMQ, NATS), prepared (pure, no React): the state in words, the queue depth, the
  * last message's lag, and whether the report itself is old (no consumer running, or it cannot reach the
  * database). Unit-tested in test/inlets/lag.test.ts.
  */
@@ -13,6 +13,8 @@ export const STALE_REPORT_MS = 60_000;
 export type InletLagRow = {
   id: string;
   source: string;
+  /** RabbitMQ · BullMQ · NATS */
+  kind: string;
   queue: string;
   state: { text: string; tone: "ok" | "warn" | "error" | "off" };
   waiting: string;
@@ -22,6 +24,8 @@ export type InletLagRow = {
 function seconds(s: number): string {
   return s < 60 ? `${s < 10 ? s.toFixed(1) : Math.round(s)} s` : formatDuration(s);
 }
+
+export const KIND_LABEL: Record<InletLag["kind"], string> = { amqp: "RabbitMQ", bullmq: "BullMQ", nats: "NATS" };
 
 export function inletLagRow(i: InletLag, now: number): InletLagRow {
   const checked = i.lagCheckedAt ? Date.parse(i.lagCheckedAt) : null;
@@ -34,6 +38,7 @@ export function inletLagRow(i: InletLag, now: number): InletLagRow {
   return {
     id: i.id,
     source: i.source,
+    kind: KIND_LABEL[i.kind],
     queue: i.queue,
     state,
     waiting: i.lagMessages === null ? "—" : formatCount(i.lagMessages),

@@ -1,21 +1,16 @@
 "use client";
 
+import { Play } from "lucide-react";
 import { useMutation } from "@tanstack/react-query";
 import { useRef, useState, type FormEvent } from "react";
 import { ErrorBox } from "@/components/ui/ErrorBox";
 import { Field, TextField } from "@/components/ui/TextField";
 import { formatCount } from "@/components/ui/format";
-import {
-  CATEGORIES,
-  CATEGORY_INFO,
-  checkConfirm,
-  confirmPhrase,
-  defaultInclude,
-  idempotencyKeyFor,
-  includable,
-  type ReplayBody,
-} from "./prepare";
+import { CATEGORIES, CATEGORY_INFO } from "./categories";
+import { checkConfirm, confirmPhrase, defaultInclude, idempotencyKeyFor, includable, type ReplayBody } from "./wizard";
 import { newIdempotencyKey, startReplay } from "./queries";
+import { checkRetry, type RetryState } from "./retry-schedule";
+import { RetryScheduleFields } from "./RetryScheduleFields";
 import styles from "./replay.module.css";
 import {
   DEFAULT_CONCURRENCY,
@@ -26,6 +21,10 @@ import {
   type Category,
   type Preflight,
 } from "@/lib/replay/schema";
+import textStyles from "@/components/ui/text.module.css";
+import formStyles from "@/components/ui/forms.module.css";
+import { clsx } from "clsx";
+import { Icon } from "@/components/ui/Icon";
 
 /**
  * The confirm step: which categories to include (expired_processed only with a reason and the source's
@@ -46,13 +45,25 @@ export function ConfirmReplay({
   const [typed, setTyped] = useState("");
   const [rate, setRate] = useState(String(DEFAULT_RATE_PER_SECOND));
   const [concurrency, setConcurrency] = useState(String(DEFAULT_CONCURRENCY));
+  const [retry, setRetry] = useState<RetryState>(() => ({
+    preset: "default",
+    attempts: String(preflight.retryDefault.maxAttempts),
+    firstDelay: String(preflight.retryDefault.initialDelaySeconds),
+    maxDelay: String(preflight.retryDefault.maxDelaySeconds),
+  }));
   const [showProblems, setShowProblems] = useState(false);
   const sent = useRef<{ key: string; body: string } | null>(null);
   const start = useMutation({
     mutationFn: ({ body, key }: { body: ReplayBody; key: string }) => startReplay(body, key),
     onSuccess: (r) => onStarted(r.replayId),
   });
-  const checked = checkConfirm(preflight, { include, reason, typed, rate, concurrency });
+  const form = checkConfirm(preflight, { include, reason, typed, rate, concurrency });
+  const retryChecked = checkRetry(retry, preflight.retryDefault);
+  // The form and its retry schedule: one body, or every problem of both.
+  const checked: { ok: true; body: ReplayBody; count: number } | { ok: false; problems: string[]; count: number } =
+    form.ok && retryChecked.ok
+      ? { ...form, body: { ...form.body, ...(retryChecked.body ? { retry: retryChecked.body } : {}) } }
+      : { ok: false, count: form.count, problems: [...(form.ok ? [] : form.problems), ...(retryChecked.ok ? [] : retryChecked.problems)] };
   const forced = include.includes("expired_processed");
   const phrase = confirmPhrase(preflight.source, checked.count, forced);
   const toggle = (c: Category) => setInclude((old) => (old.includes(c) ? old.filter((x) => x !== c) : [...old, c]));
@@ -64,10 +75,10 @@ export function ConfirmReplay({
     start.mutate({ body: checked.body, key: sent.current.key });
   };
   return (
-    <form className={`form ${styles.stage}`} onSubmit={submit} noValidate aria-label="Confirm the replay">
-      <h3 className="subtitle">Confirm</h3>
-      <fieldset className="fieldset">
-        <legend className="field__label">Include</legend>
+    <form className={clsx(formStyles.form, styles.stage)} onSubmit={submit} noValidate aria-label="Confirm the replay">
+      <h3 className={textStyles.subtitle}>Confirm</h3>
+      <fieldset className={formStyles.fieldset}>
+        <legend className={formStyles.label}>Include</legend>
         {CATEGORIES.map((c) => {
           const info = CATEGORY_INFO[c];
           const count = preflight.counts[c];
@@ -83,7 +94,7 @@ export function ConfirmReplay({
                     ? "would process these twice: needs a reason"
                     : null;
           return (
-            <label key={c} className="check">
+            <label key={c} className={formStyles.check}>
               <input type="checkbox" checked={include.includes(c)} disabled={!allowed} onChange={() => toggle(c)} />
               <span>
                 {info.label} ({formatCount(count)}){why && <span className="muted small"> — {why}</span>}
@@ -133,6 +144,7 @@ export function ConfirmReplay({
         value={concurrency}
         onChange={(e) => setConcurrency(e.target.value)}
       />
+      <RetryScheduleFields preflight={preflight} include={include} state={retry} onChange={setRetry} />
       <TextField
         id="replay-confirm"
         label={forced ? "Type the source name to confirm" : "Type the number of events to confirm"}
@@ -140,7 +152,7 @@ export function ConfirmReplay({
         hint={
           forced ? (
             <>
-              A forced replay: type <strong className="source-name">{phrase}</strong>
+              A forced replay: type <strong className={textStyles.sourceName}>{phrase}</strong>
             </>
           ) : (
             <>
@@ -154,7 +166,7 @@ export function ConfirmReplay({
         spellCheck={false}
       />
       {showProblems && !checked.ok && (
-        <ul className="inline-error" role="alert">
+        <ul className={formStyles.error} role="alert">
           {checked.problems.map((p) => (
             <li key={p}>{p}</li>
           ))}
@@ -167,8 +179,9 @@ export function ConfirmReplay({
           )}
         </ErrorBox>
       )}
-      <div className="form__actions">
+      <div className={formStyles.actions}>
         <button type="submit" className="button button--primary" disabled={start.isPending || !checked.ok} aria-busy={start.isPending || undefined}>
+          <Icon icon={Play} />
           {start.isPending ? "Starting…" : `Start replay of ${formatCount(checked.count)} event${checked.count === 1 ? "" : "s"}`}
         </button>
         <button type="button" className="button" onClick={onBack} disabled={start.isPending}>

@@ -1,9 +1,12 @@
 "use client";
 
 import { formatCount } from "@/components/ui/format";
-import { countRows, type DeadLetterFilters } from "./prepare";
+import { countRows, type DeadLetterFilters } from "./dead-letter-list";
 import type { DeadLetterList } from "@/lib/deadletters/schema";
 import styles from "./replay.module.css";
+import textStyles from "@/components/ui/text.module.css";
+import { clsx } from "clsx";
+import tableStyles from "@/components/ui/Table.module.css";
 
 type Counts = DeadLetterList["counts"];
 
@@ -29,7 +32,7 @@ export function DeadLetterCounts({
   return (
     <div className={styles.counts}>
       <section aria-labelledby="dl-by-source">
-        <h3 className="subtitle" id="dl-by-source">
+        <h3 className={textStyles.subtitle} id="dl-by-source">
           By source <span className="muted">({formatCount(counts.total)} in all)</span>
         </h3>
         <ul className={styles.countList}>
@@ -37,19 +40,20 @@ export function DeadLetterCounts({
             <li key={r.key}>
               <button
                 type="button"
-                className={`chip ${styles.countChip}${filters.source === r.key ? ` ${styles.countChipActive}` : ""}`}
+                className={clsx(tableStyles.chip, styles.countChip, filters.source === r.key && styles.countChipActive)}
                 aria-pressed={filters.source === r.key}
-                aria-label={`Show source ${r.key}: ${r.count}`}
                 onClick={() => onFilter({ ...filters, source: filters.source === r.key ? undefined : r.key })}
               >
-                <span className="source-name">{r.label}</span> <strong>{formatCount(r.count)}</strong>
+                {/* The accessible name is the visible label with its verb: "Show source orders 10" (WCAG 2.5.3). */}
+                <span className="visually-hidden">Show source </span>
+                <span className={textStyles.sourceName}>{r.label}</span> <strong>{formatCount(r.count)}</strong>
               </button>
             </li>
           ))}
         </ul>
       </section>
       <section aria-labelledby="dl-by-error">
-        <h3 className="subtitle" id="dl-by-error">
+        <h3 className={textStyles.subtitle} id="dl-by-error">
           By error
         </h3>
         <ul className={styles.countList}>
@@ -57,12 +61,12 @@ export function DeadLetterCounts({
             <li key={r.key}>
               <button
                 type="button"
-                className={`chip ${styles.countChip}${filters.errorContains === r.key ? ` ${styles.countChipActive}` : ""}`}
+                className={clsx(tableStyles.chip, styles.countChip, filters.errorContains === r.key && styles.countChipActive)}
                 aria-pressed={filters.errorContains === r.key}
-                aria-label={`Show error ${r.label}: ${r.count}`}
                 title={r.key}
                 onClick={() => onFilter({ ...filters, errorContains: filters.errorContains === r.key ? undefined : r.key })}
               >
+                <span className="visually-hidden">Show error </span>
                 <span className="mono">{r.label}</span> <strong>{formatCount(r.count)}</strong> <span className="muted">{r.percent}%</span>
               </button>
             </li>

@@ -6,8 +6,10 @@ import { sourcesQuery } from "@/components/sources/queries";
 import { SelectField } from "@/components/ui/SelectField";
 import { TextField } from "@/components/ui/TextField";
 import { useHydrated } from "@/components/ui/useHydrated";
-import { FILTER_STATUSES, hasFilters, isoToLocalInput, localInputToIso, type DeadLetterFilters } from "./prepare";
+import { FILTER_STATUSES, hasFilters, type DeadLetterFilters } from "./dead-letter-list";
+import { isoToLocalInput, localInputToIso } from "@/components/ui/datetime-input";
 import type { DeadLetterStatus } from "@/lib/deadletters/schema";
+import formStyles from "@/components/ui/forms.module.css";
 
 const STATUSES = [...FILTER_STATUSES];
 
@@ -35,7 +37,7 @@ export function DeadLetterFiltersForm({ filters, onChange }: { filters: DeadLett
   const names = sources.data?.map((s) => s.name) ?? [];
   if (filters.source && !names.includes(filters.source)) names.unshift(filters.source);
   return (
-    <form className="filters" method="get" onSubmit={submit} aria-label="Filter dead letters" key={formKey}>
+    <form className={formStyles.filters} method="get" onSubmit={submit} aria-label="Filter dead letters" key={formKey}>
       <SelectField id="dl-source" name="source" label="Source" options={names} emptyLabel="All sources" defaultValue={filters.source} />
       <TextField id="dl-from" label="Failed from" type="datetime-local" name="from" defaultValue={isoToLocalInput(filters.from)} />
       <TextField id="dl-to" label="Failed until" type="datetime-local" name="to" defaultValue={isoToLocalInput(filters.to)} />
@@ -49,7 +51,7 @@ export function DeadLetterFiltersForm({ filters, onChange }: { filters: DeadLett
         spellCheck={false}
       />
       <SelectField id="dl-status" name="status" label="Status" options={STATUSES} emptyLabel="Any status" defaultValue={filters.status} />
-      <div className="form__actions">
+      <div className={formStyles.actions}>
         <button type="submit" className="button" disabled={!hydrated}>
           Filter
         </button>

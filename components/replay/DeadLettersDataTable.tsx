@@ -1,5 +1,6 @@
 "use client";
 
+import { Inbox, ListChecks, RotateCcw, SearchX } from "lucide-react";
 import { useInfiniteQuery } from "@tanstack/react-query";
 import { useState } from "react";
 import { EmptyState } from "@/components/ui/EmptyState";
@@ -10,10 +11,15 @@ import { formatCount } from "@/components/ui/format";
 import { DeadLetterCounts } from "./DeadLetterCounts";
 import { DeadLettersTable } from "./DeadLettersTable";
 import { SettleDeadLetters } from "./SettleDeadLetters";
-import { hasFilters, selectionFromChecked, selectionFromFilters, type DeadLetterFilters, type Selection } from "./prepare";
+import { hasFilters, type DeadLetterFilters } from "./dead-letter-list";
+import { selectionFromChecked, selectionFromFilters, type Selection } from "./wizard";
 import { deadLettersQuery } from "./queries";
 import styles from "./replay.module.css";
 import type { DeadLetter } from "@/lib/deadletters/schema";
+import formStyles from "@/components/ui/forms.module.css";
+import { clsx } from "clsx";
+import tableStyles from "@/components/ui/Table.module.css";
+import { Icon } from "@/components/ui/Icon";
 
 /**
  * Loads the dead letters page by page (keyset cursor) and picks what to show; keeps the checked rows and
@@ -54,20 +60,22 @@ export function DeadLettersDataTable({
           <>
             <DeadLetterCounts counts={counts} filters={filters} onFilter={onFilter} />
             {canOperate && (
-              <div className={`row-actions ${styles.actions}`}>
+              <div className={clsx(tableStyles.rowActions, styles.actions)}>
                 <button
                   type="button"
                   className="button button--primary"
                   onClick={() => start(selectionFromFilters(filters))}
                   title={filters.source ? undefined : "Filter by a source first"}
                 >
+                  <Icon icon={RotateCcw} />
                   {filters.source ? `Replay pending dead letters of ${filters.source}…` : "Replay matching dead letters…"}
                 </button>
                 <button type="button" className="button" onClick={() => start(selectionFromChecked([...checked.values()]))} disabled={checked.size === 0}>
+                  <Icon icon={ListChecks} />
                   Replay checked ({formatCount(checked.size)})…
                 </button>
                 {refusal && (
-                  <p className="inline-error" role="alert">
+                  <p className={formStyles.error} role="alert">
                     {refusal}
                   </p>
                 )}
@@ -75,7 +83,7 @@ export function DeadLettersDataTable({
             )}
             {canOperate && <SettleDeadLetters filters={filters} checkedIds={[...checked.keys()]} onDone={() => setChecked(new Map())} />}
             {items.length === 0 ? (
-              <EmptyState title={hasFilters(filters) ? "No dead letter matches" : "No dead letters"}>
+              <EmptyState title={hasFilters(filters) ? "No dead letter matches" : "No dead letters"} icon={hasFilters(filters) ? SearchX : Inbox}>
                 <p>
                   {hasFilters(filters)
                     ? "Nothing matches these filters; clear them to see every dead letter."

@@ -7,6 +7,11 @@ import { KeyCell } from "./KeyCell";
 import type { DeadLetter } from "@/lib/deadletters/schema";
 import { useNow } from "./useNow";
 import { Table } from "@/components/ui/Table";
+import textStyles from "@/components/ui/text.module.css";
+import tableStyles from "@/components/ui/Table.module.css";
+import { Status } from "@/components/ui/Status";
+import { clsx } from "clsx";
+import styles from "./replay.module.css";
 
 /** The dead letters, newest failure first; operators may check pending ones to replay. Display only. */
 export function DeadLettersTable({
@@ -58,16 +63,14 @@ export function DeadLettersTable({
               </Link>
             </div>
           </td>
-          <td className="source-name">{d.source}</td>
-          <td className="mono small">{d.error}</td>
-          <td className="num">{d.attempts}</td>
-          <td className="nowrap">
+          <td className={textStyles.sourceName}>{d.source}</td>
+          <td className={clsx("mono small", styles.errorText)}>{d.error}</td>
+          <td className={tableStyles.num}>{d.attempts}</td>
+          <td className={tableStyles.nowrap}>
             <time dateTime={d.failedAt}>{formatDateTime(d.failedAt)}</time>
           </td>
           <td>
-            <span className={`status ${d.status === "delivered" ? "status--ok" : d.status === "replaying" ? "status--warn" : "status--off"}`}>
-              {d.status}
-            </span>
+            <Status tone={d.status === "delivered" ? "ok" : d.status === "replaying" ? "warn" : "off"}>{d.status}</Status>
           </td>
           <td>
             <KeyCell dl={d} nowMs={now} />

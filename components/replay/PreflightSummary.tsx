@@ -1,9 +1,13 @@
 import { EventLink } from "@/components/ui/EventLink";
 import { formatCount, formatDateTime } from "@/components/ui/format";
-import { categoryRows, describeExpiry, itemsByCategory } from "./prepare";
+import { categoryRows, itemsByCategory } from "./categories";
+import { describeExpiry } from "./key-risk";
 import type { Preflight } from "@/lib/replay/schema";
 import styles from "./replay.module.css";
 import { Table } from "@/components/ui/Table";
+import { clsx } from "clsx";
+import tableStyles from "@/components/ui/Table.module.css";
+import { Status } from "@/components/ui/Status";
 
 /** Items listed per category before "and N more". */
 const SHOWN = 100;
@@ -24,11 +28,11 @@ export function PreflightSummary({ preflight, nowMs }: { preflight: Preflight; n
         wrap
       >
         {rows.map((r) => (
-          <tr key={r.category} className={r.count === 0 ? "row--inactive" : undefined} data-category={r.category}>
+          <tr key={r.category} className={r.count === 0 ? tableStyles.inactive : undefined} data-category={r.category}>
             <th scope="row">
-              <span className={`status status--${r.tone}`}>{r.label}</span>
+              <Status tone={r.tone}>{r.label}</Status>
             </th>
-            <td className="num strong" data-testid={`count-${r.category}`}>
+            <td className={clsx(tableStyles.num, tableStyles.strong)} data-testid={`count-${r.category}`}>
               {formatCount(r.count)}
             </td>
             <td>{r.explanation}</td>

@@ -1,14 +1,15 @@
 import { formatDateTime } from "@/components/ui/format";
 import type { ReplayHealth as Health } from "@/lib/replay/health";
+import { Status } from "@/components/ui/Status";
 
-const TONE = { ok: "status--ok", stalled: "status--warn", failing: "status--error" } as const;
+const TONE = { ok: "ok", stalled: "warn", failing: "error", finished: "off" } as const;
 
-/** A replay's health as a badge (ok, stalled, failing). Display only. */
+/** A running or paused replay's health as a badge (ok, stalled, failing). Display only. */
 export function HealthBadge({ health }: { health: Health }) {
   return (
-    <span className={`status ${TONE[health.state]}`} data-health={health.state} title={health.reason ?? undefined}>
+    <Status tone={TONE[health.state]} data-health={health.state} title={health.reason ?? undefined}>
       {health.state}
-    </span>
+    </Status>
   );
 }
 
@@ -17,10 +18,11 @@ export function HealthBadge({ health }: { health: Health }) {
  * error was recorded). Display only.
  */
 export function HealthDetail({ health }: { health: Health }) {
-  if (health.state === "ok" && !health.lastError) return null;
+  const calm = health.state === "ok" || health.state === "finished";
+  if (calm && !health.lastError) return null;
   return (
-    <div className={health.state === "ok" ? "small" : "warn-text small"} role={health.state === "ok" ? undefined : "alert"} data-testid="replay-health">
-      {health.state !== "ok" && (
+    <div className={calm ? "small" : "warn-text small"} role={calm ? undefined : "alert"} data-testid="replay-health">
+      {!calm && (
         <p>
           <strong>{health.state === "stalled" ? "Stalled" : "Failing"}</strong>: {health.reason}
         </p>

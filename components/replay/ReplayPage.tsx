@@ -8,10 +8,12 @@ import { PageHeader } from "@/components/ui/PageHeader";
 import { DeadLetterFiltersForm } from "./DeadLetterFilters";
 import { DeadLettersDataTable } from "./DeadLettersDataTable";
 import { KeyRiskPanel } from "./KeyRiskPanel";
-import { filterParams, type DeadLetterFilters, type Selection } from "./prepare";
+import { filterParams, type DeadLetterFilters } from "./dead-letter-list";
+import { type Selection } from "./wizard";
 import { ReplayProgress } from "./ReplayProgress";
 import { ReplaysDataTable } from "./ReplaysDataTable";
 import { ReplayWizard } from "./ReplayWizard";
+import textStyles from "@/components/ui/text.module.css";
 
 /**
  * Dead letters (filters, counts, keys at risk) and replays for everyone; the replay wizard for operators.
@@ -48,10 +50,12 @@ export function ReplayPage({ initialFilters = {} }: { initialFilters?: DeadLette
           selection={wizard.selection}
           initial={wizard.initial}
           onClose={() => setWizard(null)}
+          // A retry of a finished replay's failures is a new replay: go to its page (the URL names it).
+          onStarted={wizard.initial ? (id) => router.push(`/replays/${id}`) : undefined}
         />
       )}
       {opened && <ReplayProgress replayId={opened} onClose={() => setOpened(null)} onRetry={canOperate ? retry : undefined} />}
-      <h2 className="section-title">Dead letters</h2>
+      <h2 className={textStyles.sectionTitle}>Dead letters</h2>
       <DeadLetterFiltersForm filters={filters} onChange={setFilters} />
       <DeadLettersDataTable
         key={JSON.stringify(filters)}
@@ -63,7 +67,7 @@ export function ReplayPage({ initialFilters = {} }: { initialFilters?: DeadLette
           setWizard((w) => ({ selection, n: (w?.n ?? 0) + 1 }));
         }}
       />
-      <h2 className="section-title">Replays</h2>
+      <h2 className={textStyles.sectionTitle}>Replays</h2>
       <ReplaysDataTable onOpen={(id) => setOpened(id)} />
     </>
   );

@@ -1,5 +1,6 @@
 "use client";
 
+import { Pause, Play } from "lucide-react";
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { useEffect, useId, useRef } from "react";
 import { useCan } from "@/components/auth/SessionProvider";
@@ -8,15 +9,26 @@ import { ErrorBox } from "@/components/ui/ErrorBox";
 import { Panel } from "@/components/ui/Panel";
 import { QueryView } from "@/components/ui/QueryView";
 import { formatCount, formatDateTime } from "@/components/ui/format";
-import { isFinished, outcomeRows, replayControls, replayHeadline, replayProgress } from "./prepare";
+import { describeSchedule, isFinished, outcomeRows, replayControls, replayHeadline, replayProgress } from "./progress";
+import { WaitingItems } from "./WaitingItems";
 import { controlReplay, replayKeys, replayQuery, type ReplayControl } from "./queries";
 import { ReplayResults } from "./ReplayResults";
 import { HealthBadge, HealthDetail } from "./ReplayHealth";
+import { OutcomeBadge } from "./OutcomeBadge";
+import { describeOutcome } from "@/lib/replay/outcome";
 import type { Preflight } from "@/lib/replay/schema";
 import { retryFailedItems } from "./queries";
 import styles from "./replay.module.css";
+import tableStyles from "@/components/ui/Table.module.css";
+import panelStyles from "@/components/ui/Panel.module.css";
+import textStyles from "@/components/ui/text.module.css";
+import { clsx } from "clsx";
+import listStyles from "@/components/ui/DetailList.module.css";
+import { Icon } from "@/components/ui/Icon";
+import { Status } from "@/components/ui/Status";
 
-const STATUS_TONE = { running: "status--ok", paused: "status--warn", cancelled: "status--off", completed: "status--ok" } as const;
+// A finished replay's colour is its outcome's (a completed replay where everything failed is red), so its status is neutral.
+const STATUS_TONE = { running: "ok", paused: "warn", cancelled: "off", completed: "off" } as const;
 
 /**
  * One replay: live progress (polled every second while it runs), counts by outcome, pause / resume /
@@ -70,7 +82,8 @@ export function ReplayProgress({
   const titleId = useId();
   const badge = data && (
     <>
-      <span className={`status ${STATUS_TONE[data.status]}`}>{data.status}</span> <HealthBadge health={data.health} />
+      <Status tone={STATUS_TONE[data.status]}>{data.status}</Status>{" "}
+      {data.outcome ? <OutcomeBadge outcome={data.outcome} title={describeOutcome(data.outcome, data)} /> : <HealthBadge health={data.health} />}
     </>
   );
   const content = (
@@ -85,17 +98,18 @@ export function ReplayProgress({
           <ProgressBar done={replayProgress(data).done} total={data.total} percent={replayProgress(data).percent} />
           <p aria-live="polite">{replayHeadline(data)}</p>
           <HealthDetail health={data.health} />
+          {!finished && <WaitingItems replay={data} canOperate={canOperate} />}
           {data.destination && (
             <p className="small" data-testid="replay-destination">
               {finished ? "Sent to" : "Sending to"} <span className="mono">{data.destination}</span>
               {!finished && <span className="muted"> (the source&apos;s destination, read at each batch)</span>}
             </p>
           )}
-          <dl className={`detail-list ${styles.outcomes}`}>
+          <dl className={clsx(listStyles.list, styles.outcomes)}>
             {outcomeRows(data.counts).map((o) => (
               <div key={o.outcome}>
                 <dt>{o.label}</dt>
-                <dd className="strong" data-outcome={o.outcome}>
+                <dd className={tableStyles.strong} data-outcome={o.outcome}>
                   {formatCount(o.count)}
                 </dd>
               </div>
@@ -103,14 +117,14 @@ export function ReplayProgress({
           </dl>
           <p className="muted small">
             Started {formatDateTime(data.createdAt, true)} by {data.createdBy} · {data.ratePerSecond}/s · includes{" "}
-            {data.include.join(", ")}
+            {data.include.join(", ")} · retries: <span data-testid="retry-schedule">{describeSchedule(data.retry)}</span>
             {data.forced && <span className="warn-text"> · forced: {data.forceReason}</span>}
             {data.finishedAt && <> · finished {formatDateTime(data.finishedAt, true)}</>}
           </p>
           {canOperate && !finished && <Controls status={data.status} onAction={(a) => control.mutate(a)} pending={control.isPending} />}
           {control.isError && <ErrorBox title="The replay did not change" error={control.error} />}
           {canOperate && finished && onRetry && data.counts.failed + data.counts.skipped_unsafe > 0 && (
-            <div className="row-actions">
+            <div className={tableStyles.rowActions}>
               <button type="button" className="button button--small" onClick={() => retry.mutate()} disabled={retry.isPending}>
                 {retry.isPending ? "Checking keys…" : "Retry failed items"}
               </button>
@@ -125,8 +139,8 @@ export function ReplayProgress({
   if (embedded) {
     return (
       <div className={styles.stage} role="group" aria-labelledby={titleId}>
-        <header className="panel__header">
-          <h3 className="subtitle" id={titleId}>
+        <header className={panelStyles.header}>
+          <h3 className={textStyles.subtitle} id={titleId}>
             {title}
           </h3>
           {badge}
@@ -167,14 +181,16 @@ function ProgressBar({ done, total, percent }: { done: number; total: number; pe
 function Controls({ status, onAction, pending }: { status: Parameters<typeof replayControls>[0]; onAction: (a: ReplayControl) => void; pending: boolean }) {
   const can = replayControls(status);
   return (
-    <div className="row-actions">
+    <div className={tableStyles.rowActions}>
       {can.pause && (
         <button type="button" className="button button--small" onClick={() => onAction("pause")} disabled={pending}>
+          <Icon icon={Pause} size="sm" />
           Pause
         </button>
       )}
       {can.resume && (
         <button type="button" className="button button--small" onClick={() => onAction("resume")} disabled={pending}>
+          <Icon icon={Play} size="sm" />
           Resume
         </button>
       )}

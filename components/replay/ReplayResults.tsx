@@ -1,9 +1,12 @@
 import { EventLink } from "@/components/ui/EventLink";
 import { formatCount } from "@/components/ui/format";
 import { Table } from "@/components/ui/Table";
-import { OUTCOME_LABEL } from "./prepare";
+import { OUTCOME_LABEL } from "./progress";
 import type { Replay, ReplayItemResult } from "@/lib/replay/schema";
 import styles from "./replay.module.css";
+import textStyles from "@/components/ui/text.module.css";
+import tableStyles from "@/components/ui/Table.module.css";
+import { clsx } from "clsx";
 
 /** A finished replay's items that did not get delivered, with the reason for each. Display only. */
 export function ReplayResults({ replay }: { replay: Replay }) {
@@ -12,7 +15,7 @@ export function ReplayResults({ replay }: { replay: Replay }) {
   return (
     <section aria-label="Replay results">
       {replay.counts.delivered === replay.total && replay.total > 0 ? (
-        <p className="note">All {formatCount(replay.total)} events were delivered.</p>
+        <p className={textStyles.note}>All {formatCount(replay.total)} events were delivered.</p>
       ) : null}
       {failures.length > 0 && <ItemTable title="Failed" items={failures} source={replay.source} />}
       {skipped.length > 0 && <ItemTable title="Skipped as unsafe" items={skipped} source={replay.source} />}
@@ -33,7 +36,7 @@ function ItemTable({ title, items, source }: { title: string; items: ReplayItemR
           {title} ({formatCount(items.length)})
         </>
       }
-      captionClassName={`subtitle ${styles.caption}`}
+      captionClassName={clsx(textStyles.subtitle, styles.caption)}
       columns={["Event", "Outcome", { label: "Attempts", num: true }, "Last answer"]}
       wrap
     >
@@ -43,7 +46,7 @@ function ItemTable({ title, items, source }: { title: string; items: ReplayItemR
             <EventLink source={source} eventId={i.eventId} />
           </td>
           <td>{OUTCOME_LABEL[i.outcome]}</td>
-          <td className="num">{i.attempts}</td>
+          <td className={tableStyles.num}>{i.attempts}</td>
           <td className="mono small">
             {/* lastError already names its status ("HTTP 500 …"): the status alone only when there is no error. */}
             {i.lastError ?? (i.lastStatus !== null ? `HTTP ${i.lastStatus}` : "")}

@@ -1,7 +1,8 @@
 "use client";
 
+import { ShieldCheck, TimerReset } from "lucide-react";
 import { useMutation, useQueryClient } from "@tanstack/react-query";
-import { useReducer, type ReactNode } from "react";
+import { useEffect, useReducer, useRef, type ReactNode } from "react";
 import { ErrorBox } from "@/components/ui/ErrorBox";
 import { formatCount } from "@/components/ui/format";
 import { Panel } from "@/components/ui/Panel";
@@ -9,6 +10,7 @@ import { MAX_PREFLIGHT_ITEMS, type Preflight } from "@/lib/replay/schema";
 import { formatDuration } from "@/lib/sources/duration";
 import { ConfirmReplay } from "./ConfirmReplay";
 import { PreflightSummary } from "./PreflightSummary";
+import { ReadinessChecks } from "./ReadinessChecks";
 import {
   currentStep,
   describeSelection,
@@ -19,27 +21,38 @@ import {
   WIZARD_STEPS,
   wizardReducer,
   type Selection,
-} from "./prepare";
+} from "./wizard";
 import { extendPreflight, replayKeys, runPreflight } from "./queries";
 import { ReplayProgress } from "./ReplayProgress";
 import styles from "./replay.module.css";
 import { useNow } from "./useNow";
+import { clsx } from "clsx";
+import formStyles from "@/components/ui/forms.module.css";
+import textStyles from "@/components/ui/text.module.css";
+import calloutStyles from "@/components/ui/Callout.module.css";
+import { Icon } from "@/components/ui/Icon";
 
 /**
  * The replay wizard (operators): select → preflight summary → extend (when keys expire inside the
  * window) → confirm → live progress → results. Each step sends one request; the server refuses anything
  * unsafe again (stale preflight, expiring keys not extended, a forced replay without a reason). Where it
- * is lives in one value (WizardState, changed only by wizardReducer in prepare.ts).
+ * is lives in one value (WizardState, changed only by wizardReducer in wizard.ts).
  */
 export function ReplayWizard({
   selection,
   initial,
   onClose,
+  onStarted,
+  autoRun = false,
 }: {
   selection: Selection;
+  /** Run the preflight at once (the dead-letter page's "Replay this letter": its preflight inline). */
+  autoRun?: boolean;
   /** A preflight made elsewhere (Retry failed items): the wizard opens on its summary. */
   initial?: Preflight;
   onClose: () => void;
+  /** A replay was started (e.g. the page moves to its URL, /replays/{id}). */
+  onStarted?: (replayId: string) => void;
 }) {
   const queryClient = useQueryClient();
   const [state, dispatch] = useReducer(wizardReducer, initial, (pf) => (pf ? wizardReducer(WIZARD_START, { type: "preflighted", preflight: pf }) : WIZARD_START));
@@ -51,6 +64,12 @@ export function ReplayWizard({
     mutationFn: (id: string) => extendPreflight(id),
     onSuccess: (r) => dispatch({ type: "extended", preflight: r.preflight, extended: r.extended }),
   });
+  const ran = useRef(false);
+  useEffect(() => {
+    if (!autoRun || ran.current || initial) return;
+    ran.current = true;
+    check.mutate();
+  }, [autoRun, initial, check]);
   const current = currentStep(state);
   const back = (
     <button type="button" className="button" onClick={() => dispatch({ type: "back" })}>
@@ -83,8 +102,9 @@ export function ReplayWizard({
             sent yet.
           </p>
           {check.isError && <ErrorBox title="The preflight failed" error={check.error} />}
-          <div className="form__actions">
+          <div className={formStyles.actions}>
             <button type="button" className="button button--primary" onClick={() => check.mutate()} disabled={check.isPending}>
+              <Icon icon={ShieldCheck} />
               {check.isPending ? "Checking keys…" : "Run preflight"}
             </button>
           </div>
@@ -101,8 +121,13 @@ export function ReplayWizard({
       )}
 
       {state.step === "preflight" && (
-        <div className="form__actions">
-          {state.preflight.counts.total > 0 && (
+        <div className={formStyles.actions}>
+          {state.preflight.counts.total > 0 && !state.preflight.ready && (
+            <button type="button" className="button" onClick={() => check.mutate()} disabled={check.isPending}>
+              {check.isPending ? "Checking…" : "Check again"}
+            </button>
+          )}
+          {state.preflight.counts.total > 0 && state.preflight.ready && (
             <button type="button" className="button button--primary" onClick={() => dispatch({ type: "next" })}>
               {needsExtend(state.preflight) ? "Next: extend keys" : "Next: confirm"}
             </button>
@@ -130,11 +155,19 @@ export function ReplayWizard({
           onStarted={(replayId) => {
             dispatch({ type: "started", replayId });
             void queryClient.invalidateQueries({ queryKey: replayKeys.all });
+            onStarted?.(replayId);
           }}
         />
       )}
 
-      {state.step === "run" && <ReplayProgress replayId={state.replayId} embedded onFinished={() => dispatch({ type: "finished" })} />}
+      {state.step === "run" && (
+        <ReplayProgress
+          replayId={state.replayId}
+          embedded
+          onFinished={() => dispatch({ type: "finished" })}
+          onRetry={(preflight) => dispatch({ type: "retried", preflight })}
+        />
+      )}
     </Panel>
   );
 }
@@ -160,7 +193,7 @@ function ExtendStep({
   const span = formatDuration(preflight.windowSeconds);
   return (
     <div className={styles.stage} role="group" aria-label="Extend keys">
-      <h3 className="subtitle">Extend keys</h3>
+      <h3 className={textStyles.subtitle}>Extend keys</h3>
       {extended === null ? (
         <p>
           {formatCount(preflight.counts.expiring)} key{preflight.counts.expiring === 1 ? " expires" : "s expire"} before the replay
@@ -169,15 +202,16 @@ function ExtendStep({
           the action log.
         </p>
       ) : (
-        <p className="note" aria-live="polite">
+        <p className={textStyles.note} aria-live="polite">
           Extended {formatCount(extended)} key{extended === 1 ? "" : "s"}. The preflight above is classified again.
         </p>
       )}
       {extendError != null && <ErrorBox title="The keys were not extended" error={extendError} />}
-      <div className="form__actions">
+      <div className={formStyles.actions}>
         {extended === null ? (
           <>
             <button type="button" className="button button--primary" onClick={onExtend} disabled={extending}>
+              <Icon icon={TimerReset} />
               {extending ? "Extending…" : `Extend ${formatCount(preflight.counts.expiring + preflight.counts.alive)} keys`}
             </button>
             <button type="button" className="button" onClick={onNext}>
@@ -213,27 +247,36 @@ function PreflightStep({
     <>
       <p>
         Preflight of {formatCount(preflight.counts.total)} pending dead letter{preflight.counts.total === 1 ? "" : "s"} of{" "}
-        <span className="source-name">{preflight.source}</span>, replay window {formatDuration(preflight.windowSeconds)}:{" "}
+        <span className={textStyles.sourceName}>{preflight.source}</span>, replay window {formatDuration(preflight.windowSeconds)}:{" "}
         <span className={validity.stale ? "warn-text" : "muted"} role="timer" aria-label="Preflight validity">
           {validity.label}
         </span>
       </p>
       {validity.stale && (
-        <div className="callout callout--warn" role="alert">
-          <div className="callout__title">This preflight is stale</div>
-          <p className="callout__body">Keys may have changed since it ran; the server refuses to start from it. Run it again.</p>
+        <div className={clsx(calloutStyles.callout, calloutStyles.warn)} role="alert">
+          <div className={calloutStyles.title}>This preflight is stale</div>
+          <p className={calloutStyles.body}>Keys may have changed since it ran; the server refuses to start from it. Run it again.</p>
           <button type="button" className="button" onClick={rerun} disabled={rerunning}>
             {rerunning ? "Checking keys…" : "Run the preflight again"}
           </button>
         </div>
       )}
       {preflight.truncated && (
-        <p className="note">
+        <p className={textStyles.note}>
           More pending dead letters match than one preflight takes ({formatCount(MAX_PREFLIGHT_ITEMS)}): these are the oldest failures.
           Replay them, then run the wizard again for the rest.
         </p>
       )}
       {rerunError != null && <ErrorBox title="The preflight failed" error={rerunError} />}
+      {!preflight.ready && (
+        <div className={clsx(calloutStyles.callout, calloutStyles.error)} role="alert" data-testid="preflight-not-ready">
+          <div className={calloutStyles.title}>This replay cannot start yet</div>
+          <p className={calloutStyles.body}>
+            Start would refuse it: a check below fails. Each says who can fix it; then check again. Nothing was sent.
+          </p>
+        </div>
+      )}
+      <ReadinessChecks checks={preflight.checks} />
       <PreflightSummary preflight={preflight} nowMs={now} />
     </>
   );

@@ -1,20 +1,27 @@
 import { formatCount, formatDateTime } from "@/components/ui/format";
-import { replayProgress } from "./prepare";
+import { replayProgress } from "./progress";
 import type { ReplaySummary } from "@/lib/replay/schema";
 import { Table } from "@/components/ui/Table";
 import Link from "next/link";
 import { HealthBadge } from "./ReplayHealth";
+import { OutcomeBadge } from "./OutcomeBadge";
+import { describeOutcome } from "@/lib/replay/outcome";
+import tableStyles from "@/components/ui/Table.module.css";
+import textStyles from "@/components/ui/text.module.css";
+import { clsx } from "clsx";
 
-/** Recent replays, newest first, with their state and counts; Open shows one's progress or results. Display only. */
+/** Recent replays, newest first, with their status, outcome (finished) or health (running) and counts; Open shows one's progress or results. Display only. */
 export function ReplaysTable({ replays, onOpen }: { replays: ReplaySummary[]; onOpen: (id: string) => void }) {
   return (
     <Table
       caption="Replays, newest first"
+      // Cells wrap (the latest error, the outcome and its note): at 1440 the table fits its card.
+      wrap
       columns={[
         "Started",
         "Source",
         "Status",
-        "Health",
+        "Outcome / health",
         { label: "Settled", num: true },
         { label: "Delivered", num: true },
         { label: "Failed", num: true },
@@ -27,29 +34,29 @@ export function ReplaysTable({ replays, onOpen }: { replays: ReplaySummary[]; on
         const { done, percent } = replayProgress(r);
         return (
           <tr key={r.id}>
-            <td className="nowrap">{formatDateTime(r.createdAt, true)}</td>
-            <td className="source-name">{r.source}</td>
+            <td className={tableStyles.nowrap}>{formatDateTime(r.createdAt, true)}</td>
+            <td className={textStyles.sourceName}>{r.source}</td>
             <td>
               {r.status}
-              {r.forced && <span className="badge"> forced</span>}
+              {r.forced && <span className={textStyles.badge}> forced</span>}
             </td>
             <td>
-              <HealthBadge health={r.health} />
-              {r.health.state !== "ok" && r.health.lastError && (
+              {r.outcome ? <OutcomeBadge outcome={r.outcome} title={describeOutcome(r.outcome, r)} /> : <HealthBadge health={r.health} />}
+              {!r.outcome && r.health.state !== "ok" && r.health.lastError && (
                 <div className="mono small" title={r.health.lastErrorAt ?? undefined}>
                   {r.health.lastErrorAt && <>{formatDateTime(r.health.lastErrorAt, true)}: </>}
                   {r.health.lastError}
                 </div>
               )}
             </td>
-            <td className="num">
+            <td className={tableStyles.num}>
               {formatCount(done)} / {formatCount(r.total)} <span className="muted small">({percent}%)</span>
             </td>
-            <td className={`num${r.counts.delivered === 0 ? " zero" : ""}`}>{formatCount(r.counts.delivered)}</td>
-            <td className={`num${r.counts.failed === 0 ? " zero" : ""}`}>{formatCount(r.counts.failed)}</td>
-            <td className={`num${r.counts.skipped_unsafe === 0 ? " zero" : ""}`}>{formatCount(r.counts.skipped_unsafe)}</td>
+            <td className={clsx(tableStyles.num, r.counts.delivered === 0 && tableStyles.zero)}>{formatCount(r.counts.delivered)}</td>
+            <td className={clsx(tableStyles.num, r.counts.failed === 0 && tableStyles.zero)}>{formatCount(r.counts.failed)}</td>
+            <td className={clsx(tableStyles.num, r.counts.skipped_unsafe === 0 && tableStyles.zero)}>{formatCount(r.counts.skipped_unsafe)}</td>
             <td>{r.createdBy}</td>
-            <td className="actions-cell">
+            <td className={tableStyles.actionsCell}>
               <Link className="button button--small" prefetch={false} href={`/replays/${r.id}`} aria-label={`Link to replay of ${r.source} started ${formatDateTime(r.createdAt, true)}`}>
                 Link
               </Link>{" "}

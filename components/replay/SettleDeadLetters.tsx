@@ -7,8 +7,10 @@ import { ErrorBox } from "@/components/ui/ErrorBox";
 import { TextField } from "@/components/ui/TextField";
 import { formatCount } from "@/components/ui/format";
 import type { BulkResult, DeadLetterList } from "@/lib/deadletters/schema";
-import { filterParams, type DeadLetterFilters } from "./prepare";
+import { filterParams, type DeadLetterFilters } from "./dead-letter-list";
 import { replayKeys } from "./queries";
+import panelStyles from "@/components/ui/Panel.module.css";
+import formStyles from "@/components/ui/forms.module.css";
 
 /** The discard reason's minimum (lib/deadletters/schema.ts MIN_DISCARD_REASON; the server refuses shorter). */
 const MIN_REASON = 10;
@@ -80,7 +82,7 @@ export function SettleDeadLetters({ filters, checkedIds, onDone }: { filters: De
   const reasonOk = action === "resolve" || reason.trim().length >= MIN_REASON;
   const confirmed = count.data !== undefined && typed.trim() === String(count.data);
   return (
-    <fieldset className="panel" aria-label="Discard or resolve dead letters">
+    <fieldset className={panelStyles.panel} aria-label="Discard or resolve dead letters">
       <legend>Discard or resolve dead letters</legend>
       <p>
         <label>
@@ -112,7 +114,7 @@ export function SettleDeadLetters({ filters, checkedIds, onDone }: { filters: De
         maxLength={1000}
       />
       {count.data === undefined ? (
-        <div className="form__actions">
+        <div className={formStyles.actions}>
           <button type="button" className="button" disabled={!scope || !reasonOk || count.isPending} onClick={() => scope && count.mutate(scope)}>
             {count.isPending ? "Counting…" : "Count them"}
           </button>
@@ -130,7 +132,7 @@ export function SettleDeadLetters({ filters, checkedIds, onDone }: { filters: De
             inputMode="numeric"
             autoComplete="off"
           />
-          <div className="form__actions">
+          <div className={formStyles.actions}>
             <button
               type="button"
               className={action === "discard" ? "button button--danger" : "button button--primary"}

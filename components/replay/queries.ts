@@ -3,10 +3,16 @@
  * changes (preflight, extend, start, pause/resume/cancel). Shapes per the replay API contract.
  */
 import { infiniteQueryOptions, queryOptions } from "@tanstack/react-query";
-import { api, retryUnlessClientError } from "@/components/api";
-import { filterParams, pollInterval, type DeadLetterFilters, type PreflightBody, type ReplayBody } from "./prepare";
+import { api, apiParsed, retryUnlessClientError } from "@/components/api";
+import { filterParams, type DeadLetterFilters } from "./dead-letter-list";
+import { pollInterval } from "./progress";
+import { type PreflightBody, type ReplayBody } from "./wizard";
 import type { DeadLetterList as DeadLetterPage } from "@/lib/deadletters/schema";
-import type { Preflight, Replay, ReplaySummary } from "@/lib/replay/schema";
+import { extendPreflightSchema, preflightSchema, type Preflight, type Replay, type ReplayItemResult, type ReplaySummary } from "@/lib/replay/schema";
+import type { ReplayOutcome, ReplayState } from "@/lib/replay/outcome";
+
+/** The replays list's filter (GET /api/v1/replays?state&outcome). */
+export type ReplayListFilter = { state?: ReplayState; outcome?: ReplayOutcome };
 
 export const DEAD_LETTER_PAGE_SIZE = 100;
 /** The warning panel reads this many of the soonest-expiring pending dead letters. */
@@ -16,7 +22,7 @@ export const replayKeys = {
   all: ["replay"] as const,
   deadLetters: (filters: DeadLetterFilters) => [...replayKeys.all, "dead-letters", filters] as const,
   keyRisk: (source: string | undefined) => [...replayKeys.all, "key-risk", source ?? null] as const,
-  replays: () => [...replayKeys.all, "replays"] as const,
+  replays: (filter: ReplayListFilter = {}) => [...replayKeys.all, "replays", filter] as const,
   replay: (id: string) => [...replayKeys.all, "replay", id] as const,
 };
 
@@ -48,10 +54,16 @@ export function keyRiskQuery(source: string | undefined) {
   });
 }
 
-export function replaysQuery() {
+export function replaysQuery(filter: ReplayListFilter = {}) {
   return queryOptions({
-    queryKey: replayKeys.replays(),
-    queryFn: ({ signal }) => api<{ items: ReplaySummary[]; next: string | null }>("/api/v1/replays", { signal }),
+    queryKey: replayKeys.replays(filter),
+    queryFn: ({ signal }) => {
+      const params = new URLSearchParams();
+      if (filter.state) params.set("state", filter.state);
+      if (filter.outcome) params.set("outcome", filter.outcome);
+      const q = params.toString();
+      return api<{ items: ReplaySummary[]; next: string | null }>(`/api/v1/replays${q ? `?${q}` : ""}`, { signal });
+    },
     retry: retryUnlessClientError,
     refetchInterval: 10_000,
   });
@@ -67,19 +79,22 @@ export function replayQuery(id: string) {
   });
 }
 
+/** A preflight answer that does not match lib/replay/schema.ts preflightSchema (a server and console of different versions). */
+const PREFLIGHT_MISMATCH = "the server's preflight does not match what this console expects";
+
 /** Operators. A new preflight of a finished replay's failed (and skipped) items still pending. */
 export function retryFailedItems(replayId: string) {
-  return api<Preflight>(`/api/v1/replays/${encodeURIComponent(replayId)}/retry-failed`, { method: "POST", body: {} });
+  return apiParsed<Preflight>(`/api/v1/replays/${encodeURIComponent(replayId)}/retry-failed`, preflightSchema, PREFLIGHT_MISMATCH, undefined, { method: "POST", body: {} });
 }
 
 /** Operators. Classifies the selected pending dead letters; valid 15 minutes. */
 export function runPreflight(body: PreflightBody) {
-  return api<Preflight>("/api/v1/replays/preflight", { method: "POST", body });
+  return apiParsed<Preflight>("/api/v1/replays/preflight", preflightSchema, PREFLIGHT_MISMATCH, undefined, { method: "POST", body });
 }
 
 /** Operators. Extends the alive and expiring keys of this preflight to cover the replay window. */
 export function extendPreflight(id: string) {
-  return api<{ extended: number; preflight: Preflight }>(`/api/v1/replays/preflight/${encodeURIComponent(id)}/extend`, {
+  return apiParsed(`/api/v1/replays/preflight/${encodeURIComponent(id)}/extend`, extendPreflightSchema, PREFLIGHT_MISMATCH, undefined, {
     method: "POST",
     body: {},
   });
@@ -88,6 +103,11 @@ export function extendPreflight(id: string) {
 /** Operators. The same Idempotency-Key with the same body starts one replay, however often it is sent. */
 export function startReplay(body: ReplayBody, idempotencyKey: string) {
   return api<{ replayId: string }>("/api/v1/replays", { method: "POST", body, headers: { "idempotency-key": idempotencyKey } });
+}
+
+/** Operators. An item waiting for its retry is attempted at once; 409 when it is not waiting. */
+export function retryItemNow(replayId: string, deadLetterId: string) {
+  return api<ReplayItemResult>(`/api/v1/replays/${encodeURIComponent(replayId)}/items/${encodeURIComponent(deadLetterId)}/retry-now`, { method: "POST", body: {} });
 }
 
 export type ReplayControl = "pause" | "resume" | "cancel";

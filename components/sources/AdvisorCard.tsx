@@ -4,18 +4,25 @@ import { useState } from "react";
 import { useQuery, useQueryClient } from "@tanstack/react-query";
 import { useCan } from "@/components/auth/SessionProvider";
 import { ErrorBox } from "@/components/ui/ErrorBox";
+import { Status } from "@/components/ui/Status";
 import { humanDuration } from "@/lib/retention/advisor";
 import type { AdviceResponse } from "@/lib/retention/advice-schema";
 import { formatBytes } from "@/components/ui/format";
 import { presetsQuery, type SourceItem, type SourceSettings } from "./queries";
-import { recommendedForm, summarizeAdvice } from "./advisor-prepare";
+import { recommendedForm, summarizeAdvice } from "./advisor-view";
 import { sourcePageKeys } from "./advisor-queries";
 import { EditSource } from "./EditSource";
 import styles from "./advisor.module.css";
+import { clsx } from "clsx";
+import textStyles from "@/components/ui/text.module.css";
+import listStyles from "@/components/ui/DetailList.module.css";
+import formStyles from "@/components/ui/forms.module.css";
+import panelStyles from "@/components/ui/Panel.module.css";
 
 /**
- * The advisor: what arrived against what is configured, the recommendation with its reasons (or why there
- * is none), both projected sizes; for admins, "Apply…" opens the ordinary edit form with the recommended
+ * The advisor: what arrived against what is configured (the sender's late duplicates judged against the TTL
+ * in force then, an operator's forced replays apart), the one verdict (badge and text from the server's
+ * `verdict`), the recommendation with its reasons (or why there is none), both projected sizes; for admins, "Apply…" opens the ordinary edit form with the recommended
  * parts filled in (nothing is saved until they save it there, after its preview).
  */
 export type AdviceState = { data?: AdviceResponse; error: unknown; isPending: boolean; isFetching: boolean; refetch: () => unknown };
@@ -30,8 +37,8 @@ export function AdvisorCard({ source, advice }: { source: SourceItem; advice: Ad
 
   if (advice.isPending) {
     return (
-      <section className={`panel ${styles.card}`} aria-label="Advisor" aria-busy="true">
-        <h2 className="section-title section-title--flush">Advisor</h2>
+      <section className={clsx(panelStyles.panel, styles.card)} aria-label="Advisor" aria-busy="true">
+        <h2 className={clsx(textStyles.sectionTitle, textStyles.flush)}>Advisor</h2>
         <p className="muted">Reading the last days of duplicates…</p>
       </section>
     );
@@ -49,18 +56,25 @@ export function AdvisorCard({ source, advice }: { source: SourceItem; advice: Ad
     }
   };
   return (
-    <section className={`panel ${styles.card} ${s.tone === "warn" ? styles.cardWarn : s.tone === "ok" ? styles.cardOk : ""}`} aria-label="Advisor" data-testid="advisor-card">
+    <section className={clsx(panelStyles.panel, styles.card, s.tone === "warn" ? styles.cardWarn : s.tone === "ok" && styles.cardOk)} aria-label="Advisor" data-testid="advisor-card">
       <header className={styles.header}>
-        <h2 className="section-title section-title--flush">Advisor</h2>
-        <span className={`status status--${s.tone === "neutral" ? "off" : s.tone}`}>{s.tone === "ok" ? "✓ TTL fits the traffic" : s.tone === "warn" ? "⚠ Worth a look" : "Not enough evidence yet"}</span>
+        <h2 className={clsx(textStyles.sectionTitle, textStyles.flush)}>Advisor</h2>
+        <Status tone={s.tone === "neutral" ? "off" : s.tone} data-testid="advisor-badge">
+          {s.badge}
+        </Status>
         {advice.isFetching && <span className="muted small">updating…</span>}
       </header>
-      <dl className="detail-list">
+      <dl className={listStyles.list}>
         <div>
           <dt>Observed</dt>
           <dd>
             {s.observed}
-            {s.late && <div className="warn-text">{s.late}</div>}
+            {s.late && <div className={s.tone === "ok" ? "muted" : "warn-text"}>{s.late}</div>}
+            {s.replays && (
+              <div className="muted" data-testid="advisor-replays">
+                {s.replays}
+              </div>
+            )}
           </dd>
         </div>
         <div>
@@ -89,11 +103,11 @@ export function AdvisorCard({ source, advice }: { source: SourceItem; advice: Ad
           ))}
         </ul>
       )}
-      <p className="form__status" aria-live="polite">
+      <p className={formStyles.status} aria-live="polite">
         {saved}
       </p>
       {canEdit && a.recommended && s.changes && !applying && (
-        <div className="form__actions">
+        <div className={formStyles.actions}>
           <button type="button" className="button button--primary" onClick={() => {
               setSaved(null);
               setApplying(true);

@@ -4,9 +4,10 @@ import { useMutation, useQueryClient } from "@tanstack/react-query";
 import { useState } from "react";
 import { Panel } from "@/components/ui/Panel";
 import { formatDuration } from "@/lib/sources/duration";
-import { createBody, emptyForm } from "./prepare";
+import { createBody, emptyForm } from "./source-form";
 import { createSource, sourceKeys, type PresetItem } from "./queries";
 import { SourceForm } from "./SourceForm";
+import formStyles from "@/components/ui/forms.module.css";
 
 /** A new source (admins): a name, a preset or the four parts, and optionally its dead-letter retention. */
 export function CreateSourceForm({ presets }: { presets: PresetItem[] | undefined }) {
@@ -35,7 +36,7 @@ export function CreateSourceForm({ presets }: { presets: PresetItem[] | undefine
         errorTitle="The source was not created"
         submitLabel="Create source"
       />
-      <p className="form__status" aria-live="polite">
+      <p className={formStyles.status} aria-live="polite">
         {created}
       </p>
     </Panel>

@@ -8,8 +8,9 @@ import { formatCount } from "@/components/ui/format";
 import { humanDuration } from "@/lib/retention/advisor";
 import type { AdviceResponse } from "@/lib/retention/advice-schema";
 import { formatCompact } from "@/components/ui/format";
-import { agePosition, histogramBars } from "./advisor-prepare";
+import { agePosition, histogramBars } from "./advisor-view";
 import styles from "./advisor.module.css";
+import chartStyles from "@/components/charts/charts.module.css";
 
 const COLORS = { bars: CHART_COLORS.duplicates, ttl: CHART_COLORS.backlog, retry: CHART_COLORS.bytes };
 
@@ -17,12 +18,17 @@ const COLORS = { bars: CHART_COLORS.duplicates, ttl: CHART_COLORS.backlog, retry
  * How old keys were when their duplicates arrived, one bar per fixed bucket (≤ 1 s … ≤ 90 d, > 90 d),
  * with the source's TTL and retry window drawn where they fall: bars right of the retry window are
  * retries later than the sender was declared to make; a late duplicate would be right of the TTL (those
- * are in the table below, since their keys had expired). Display only (advisor-prepare.ts).
+ * are in the table below, since their keys had expired). Display only (advisor-view.ts).
  */
 export function DuplicateAgeChart({ advice, retryWindowSeconds }: { advice: AdviceResponse; retryWindowSeconds: number }) {
   const bars = histogramBars(advice.observed.histogram);
   const o = advice.observed;
   const ttl = advice.current.ttlSeconds;
+  const retryAt = agePosition(retryWindowSeconds, advice.observed.histogram);
+  const ttlAt = agePosition(ttl, advice.observed.histogram);
+  // The lines' names are in the legend; on the plot too only when they are far enough apart not to
+  // overlap (4 buckets), and never on a phone (the labels' CSS), where any two would collide.
+  const labelled = Math.abs(ttlAt - retryAt) >= 4;
   return (
     <ChartCard
       title={`Age of each duplicate when it arrived (last ${advice.window})`}
@@ -50,15 +56,18 @@ export function DuplicateAgeChart({ advice, retryWindowSeconds }: { advice: Advi
         <ChartEmpty>No duplicate in the last {advice.window}: nothing has been delivered twice while its key was alive.</ChartEmpty>
       ) : (
         <div className={styles.histogramPlot}>
-          <ResponsiveContainer width="100%" height="100%">
+          <ResponsiveContainer width="100%" height="100%" className={chartStyles.chart}>
             <BarChart data={bars} margin={{ top: 24, right: 16, bottom: 0, left: 4 }} barCategoryGap="12%">
-              <CartesianGrid strokeDasharray="3 3" className="chart-grid" vertical={false} />
+              <CartesianGrid strokeDasharray="3 3" className={chartStyles.grid} vertical={false} />
               <XAxis
                 dataKey="x"
                 type="number"
                 domain={[-0.5, bars.length - 0.5]}
                 ticks={bars.map((b) => b.x)}
-                interval={0}
+                // Every bucket labelled where the labels fit (1440); on a phone recharts drops the ones that
+                // would overlap (they ran into one unreadable smear), keeping the first and the last.
+                interval="preserveStartEnd"
+                minTickGap={2}
                 tickFormatter={(x: number) => bars[x]?.label ?? ""}
                 angle={-35}
                 textAnchor="end"
@@ -78,18 +87,22 @@ export function DuplicateAgeChart({ advice, retryWindowSeconds }: { advice: Advi
               />
               <Bar dataKey="count" name="Duplicates" fill={COLORS.bars} isAnimationActive={false} />
               <ReferenceLine
-                x={agePosition(retryWindowSeconds, advice.observed.histogram)}
+                x={retryAt}
                 stroke={COLORS.retry}
                 strokeDasharray="5 4"
                 strokeWidth={2}
-                label={{ value: `retry window ${humanDuration(retryWindowSeconds)}`, position: "insideTopRight", fill: COLORS.retry, fontSize: 11 }}
+                label={
+                  labelled
+                    ? { value: `retry window ${humanDuration(retryWindowSeconds)}`, position: "insideTopRight", fill: COLORS.retry, fontSize: 11, className: styles.lineLabel }
+                    : undefined
+                }
               />
               <ReferenceLine
-                x={agePosition(ttl, advice.observed.histogram)}
+                x={ttlAt}
                 stroke={COLORS.ttl}
                 strokeDasharray="5 4"
                 strokeWidth={2}
-                label={{ value: `TTL ${humanDuration(ttl)}`, position: "top", fill: COLORS.ttl, fontSize: 11 }}
+                label={labelled ? { value: `TTL ${humanDuration(ttl)}`, position: "top", fill: COLORS.ttl, fontSize: 11, className: styles.lineLabel } : undefined}
               />
             </BarChart>
           </ResponsiveContainer>

@@ -2,11 +2,12 @@
 
 import { useMutation, useQueryClient } from "@tanstack/react-query";
 import { formatDuration } from "@/lib/sources/duration";
-import { formFromSource, updateBody, type SourceFormState } from "./prepare";
+import { formFromSource, updateBody, type SourceFormState } from "./source-form";
 import { sourceKeys, updateSource, type PresetItem, type SourceItem, type SourceSettings } from "./queries";
 import { SourceForm } from "./SourceForm";
 import styles from "./sources.module.css";
 import { SourcePreview } from "./SourcePreview";
+import textStyles from "@/components/ui/text.module.css";
 
 /**
  * The edit form of one source (admins), prefilled (from the source, or `initial`: the advisor's
@@ -49,7 +50,7 @@ export function EditSource({
         onCancel={() => onDone()}
         preview={(state) => <SourcePreview source={source} state={state} />}
       >
-        <p className="note">
+        <p className={textStyles.note}>
           The new TTL applies to new claims; live keys keep their expiry (now up to {formatDuration(source.ttlSeconds)} from their
           claim).
           {canExtend && " To give them the new TTL, use “Extend live keys” afterwards."}

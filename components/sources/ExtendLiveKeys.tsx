@@ -5,6 +5,8 @@ import { ConfirmAction } from "@/components/ui/ConfirmAction";
 import { formatCount } from "@/components/ui/format";
 import { formatDuration } from "@/lib/sources/duration";
 import { extendLiveKeys, sourceKeys, type SourceItem } from "./queries";
+import tableStyles from "@/components/ui/Table.module.css";
+import formStyles from "@/components/ui/forms.module.css";
 
 /**
  * "Extend live keys to the current TTL" (operators), confirmed first, then how many were extended. There
@@ -18,7 +20,7 @@ export function ExtendLiveKeys({ source }: { source: SourceItem }) {
   });
   const ttl = formatDuration(source.ttlSeconds);
   return (
-    <div className="row-actions">
+    <div className={tableStyles.rowActions}>
       <ConfirmAction
         label="Extend live keys"
         accessibleLabel={`Extend live keys of ${source.name}`}
@@ -32,14 +34,14 @@ export function ExtendLiveKeys({ source }: { source: SourceItem }) {
         onConfirm={() => extend.mutate()}
         pending={extend.isPending}
       />
-      <span className="form__status" aria-live="polite">
+      <span className={formStyles.status} aria-live="polite">
         {extend.isPending
           ? "Extending…"
           : extend.data &&
             `Extended ${formatCount(extend.data.extended)} live key${extend.data.extended === 1 ? "" : "s"} to the ${formatDuration(extend.data.ttlSeconds)} TTL.`}
       </span>
       {extend.isError && (
-        <p className="inline-error" role="alert">
+        <p className={formStyles.error} role="alert">
           {extend.error.message}
         </p>
       )}

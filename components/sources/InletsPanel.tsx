@@ -1,37 +1,45 @@
 "use client";
 
+import { Plus } from "lucide-react";
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { useState, type FormEvent } from "react";
 import { ConfirmAction } from "@/components/ui/ConfirmAction";
 import { ErrorBox } from "@/components/ui/ErrorBox";
 import { formatCount } from "@/components/ui/format";
 import { MAX_PREFETCH } from "@/lib/inlets/schema";
+import { KIND_LABEL } from "@/components/overview/inlet-lag";
 import { addInlet, inletKeys, inletsQuery, removeInlet, type Inlet } from "./inlet-queries";
 import { EMPTY_INLET_FORM, inletBody, type InletForm } from "./inlet-form";
+import { Table } from "@/components/ui/Table";
+import tableStyles from "@/components/ui/Table.module.css";
+import formStyles from "@/components/ui/forms.module.css";
+import { Icon } from "@/components/ui/Icon";
+import { Loading } from "@/components/ui/Loading";
 
 /**
- * A source's RabbitMQ inlets (admins; docs/inlets.md): collapsed until opened, so the Sources screen loads
- * nothing more. Open, it lists each inlet (queue, masked URL, where the event id is read, the consumer's
- * state and lag) with Remove, and adds one: the AMQP URL is sent once, stored encrypted, never shown again;
+ * A source's inlets (admins; docs/inlets.md): collapsed until opened, so the Sources screen loads
+ * nothing more. Open, it lists each inlet of any kind (RabbitMQ, BullMQ, NATS: kind, queue, masked URL, where the event id is read, the consumer's
+ * state and lag) with Remove, and adds a RabbitMQ one (BullMQ and NATS ones: the CLI or the API): the AMQP URL is sent once, stored encrypted, never shown again;
  * the server checks it can consume the queue before saving.
  */
 export function InletsPanel({ source }: { source: string }) {
   const [open, setOpen] = useState(false);
   const panelId = `inlets-${source}`;
   return (
-    <div className="inlets">
+    <div>
       <button
         type="button"
         className="button button--small"
         aria-expanded={open}
         aria-controls={panelId}
-        aria-label={`${open ? "Hide" : "Show"} RabbitMQ inlets of ${source}`}
         onClick={() => setOpen(!open)}
       >
-        RabbitMQ inlets {open ? "▴" : "▾"}
+        {/* Named "Show inlets of orders": the visible label with its verb and object (WCAG 2.5.3). */}
+        <span className="visually-hidden">{open ? "Hide" : "Show"} </span>
+        Inlets<span className="visually-hidden"> of {source}</span> <span aria-hidden="true">{open ? "▴" : "▾"}</span>
       </button>
       {open && (
-        <section id={panelId} aria-label={`RabbitMQ inlets of ${source}`}>
+        <section id={panelId} aria-label={`Inlets of ${source}`}>
           <InletList source={source} />
           <AddInletForm source={source} />
         </section>
@@ -54,9 +62,7 @@ function InletList({ source }: { source: string }) {
   });
   if (isPending) {
     return (
-      <p className="muted" aria-busy="true">
-        Loading inlets…
-      </p>
+      <Loading>Loading inlets…</Loading>
     );
   }
   if (!data) return <ErrorBox title="The inlets could not be loaded" error={error} onRetry={() => void refetch()} retrying={isFetching} />;
@@ -65,51 +71,33 @@ function InletList({ source }: { source: string }) {
       {data.length === 0 ? (
         <p className="muted">No inlet: dead letters of {source} arrive only through the API.</p>
       ) : (
-        <div className="table-wrap">
-          <table className="table">
-            <caption className="visually-hidden">RabbitMQ inlets of {source}</caption>
-            <thead>
-              <tr>
-                <th scope="col">Queue</th>
-                <th scope="col">Broker</th>
-                <th scope="col">Event id from</th>
-                <th scope="col">State</th>
-                <th scope="col" className="num">
-                  Waiting
-                </th>
-                <th scope="col" className="num">
-                  Stored
-                </th>
-                <th scope="col">
-                  <span className="visually-hidden">Actions</span>
-                </th>
-              </tr>
-            </thead>
-            <tbody>
-              {data.map((i) => (
-                <tr key={i.id}>
-                  <td className="mono">{i.queue}</td>
-                  <td className="mono">{i.url}</td>
-                  <td className="mono">{i.eventIdFrom}</td>
-                  <td>{stateText(i)}</td>
-                  <td className="num">{i.lag.messages === null ? "—" : formatCount(i.lag.messages)}</td>
-                  <td className="num">{formatCount(i.consumed)}</td>
-                  <td>
-                    <ConfirmAction
-                      label="Remove"
-                      accessibleLabel={`Remove inlet ${i.queue} of ${source}`}
-                      prompt="Servers stop consuming this queue within seconds; its dead letters stay."
-                      confirmLabel="Remove inlet"
-                      onConfirm={() => remove.mutate(i.id)}
-                      pending={remove.isPending}
-                      danger
-                    />
-                  </td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        </div>
+        <Table
+          caption={`Inlets of ${source}`}
+          columns={["Kind", "Queue", "Broker", "Event id from", "State", { label: "Waiting", num: true }, { label: "Stored", num: true }, { label: "Actions", hideLabel: true }]}
+        >
+          {data.map((i) => (
+            <tr key={i.id}>
+              <td>{KIND_LABEL[i.kind]}</td>
+              <td className="mono">{i.queue}</td>
+              <td className="mono">{i.url}</td>
+              <td className="mono">{i.eventIdFrom}</td>
+              <td>{stateText(i)}</td>
+              <td className={tableStyles.num}>{i.lag.messages === null ? "—" : formatCount(i.lag.messages)}</td>
+              <td className={tableStyles.num}>{formatCount(i.consumed)}</td>
+              <td>
+                <ConfirmAction
+                  label="Remove"
+                  accessibleLabel={`Remove inlet ${i.queue} of ${source}`}
+                  prompt="Servers stop consuming it within seconds; its dead letters stay."
+                  confirmLabel="Remove inlet"
+                  onConfirm={() => remove.mutate(i.id)}
+                  pending={remove.isPending}
+                  danger
+                />
+              </td>
+            </tr>
+          ))}
+        </Table>
       )}
       {remove.isError && <ErrorBox title="The inlet was not removed" error={remove.error} />}
     </>
@@ -140,8 +128,8 @@ function AddInletForm({ source }: { source: string }) {
   const field = (name: keyof InletForm, label: string, hint: string, props: { type?: string; placeholder?: string } = {}) => {
     const id = `inlet-${source}-${name}`;
     return (
-      <div className="field">
-        <label className="field__label" htmlFor={id}>
+      <div className={formStyles.field}>
+        <label className={formStyles.label} htmlFor={id}>
           {label}
         </label>
         <input
@@ -155,14 +143,14 @@ function AddInletForm({ source }: { source: string }) {
           aria-describedby={`${id}-hint`}
           {...props}
         />
-        <span className="field__hint" id={`${id}-hint`}>
+        <span className={formStyles.hint} id={`${id}-hint`}>
           {hint}
         </span>
       </div>
     );
   };
   return (
-    <form className="form" onSubmit={submit} noValidate aria-label={`Add a RabbitMQ inlet to ${source}`}>
+    <form className={formStyles.form} onSubmit={submit} noValidate aria-label={`Add a RabbitMQ inlet to ${source}`}>
       {field("amqpUrl", "AMQP URL", "amqp[s]://user:password@host:5672/vhost: stored encrypted, never shown again", {
         placeholder: "amqps://keyward:…@rabbit.internal/prod",
       })}
@@ -170,16 +158,17 @@ function AddInletForm({ source }: { source: string }) {
       {field("eventIdFrom", "Event id from", "header:<name>, property:message_id, property:correlation_id or json:<path>")}
       {field("prefetch", "Prefetch", `messages held unacknowledged at once (1–${MAX_PREFETCH})`, { type: "number" })}
       {invalid && (
-        <p className="inline-error" role="alert">
+        <p className={formStyles.error} role="alert">
           {invalid.error}
         </p>
       )}
-      <div className="form__actions">
+      <div className={formStyles.actions}>
         <button type="submit" className="button button--primary" disabled={add.isPending}>
+              <Icon icon={Plus} />
           {add.isPending ? "Checking the queue…" : "Add inlet"}
         </button>
       </div>
-      <p className="form__status" aria-live="polite">
+      <p className={formStyles.status} aria-live="polite">
         {added}
       </p>
       {add.isError && <ErrorBox title="The inlet was not added" error={add.error} />}

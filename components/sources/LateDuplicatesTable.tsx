@@ -8,6 +8,10 @@ import { EventLink } from "@/components/ui/EventLink";
 import { formatCount, formatDateTime } from "@/components/ui/format";
 import { humanDuration } from "@/lib/retention/advisor";
 import { lateDuplicatesQuery } from "./advisor-queries";
+import { Table } from "@/components/ui/Table";
+import textStyles from "@/components/ui/text.module.css";
+import loadMoreStyles from "@/components/ui/LoadMore.module.css";
+import { Loading } from "@/components/ui/Loading";
 
 /**
  * Events processed twice because their key had expired when a later delivery came, newest first, each
@@ -17,7 +21,7 @@ export function LateDuplicatesTable({ name, window }: { name: string; window: st
   const [cursors, setCursors] = useState<(string | null)[]>([null]);
   const cursor = cursors[cursors.length - 1];
   const { data, error, isPending, isFetching, refetch } = useQuery(lateDuplicatesQuery(name, window, cursor));
-  if (isPending) return <p className="muted" aria-busy="true">Loading late duplicates…</p>;
+  if (isPending) return <Loading>Loading late duplicates…</Loading>;
   if (!data) return <ErrorBox title="The late duplicates could not be loaded" error={error} onRetry={() => void refetch()} retrying={isFetching} />;
   const total = data.perDay.reduce((n, d) => n + d.count, 0);
   if (total === 0) {
@@ -37,50 +41,34 @@ export function LateDuplicatesTable({ name, window }: { name: string; window: st
         {formatCount(total)} event{total === 1 ? " was" : "s were"} processed twice in the last {window}
         {viaReplay > 0 && <> ({formatCount(viaReplay)} of them by a replay)</>}: a delivery came after the key had expired.
       </p>
-      <div className="table-wrap">
-        <table className="table">
-          <caption className="visually-hidden">Late duplicates, newest first</caption>
-          <thead>
-            <tr>
-              <th scope="col">Event</th>
-              <th scope="col">Type</th>
-              <th scope="col">First claimed</th>
-              <th scope="col">Processed again</th>
-              <th scope="col">Gap</th>
-              <th scope="col">Key then</th>
-              <th scope="col">By</th>
-            </tr>
-          </thead>
-          <tbody>
-            {data.items.map((r) => (
-              <tr key={`${r.eventId}@${r.lateClaimAt}`}>
-                <td>
-                  <EventLink source={name} eventId={r.eventId} />
-                </td>
-                <td className="mono">{r.eventType ?? <span className="muted">—</span>}</td>
-                <td>
-                  <time dateTime={r.firstClaimAt}>{formatDateTime(r.firstClaimAt)}</time>
-                </td>
-                <td>
-                  <time dateTime={r.lateClaimAt}>{formatDateTime(r.lateClaimAt)}</time>
-                </td>
-                <td>{humanDuration(r.gapSeconds)}</td>
-                <td>{r.keyState === "pruned" ? "pruned" : "expired, still stored"}</td>
-                <td>
-                  {r.viaReplay ? (
-                    <span className="badge" title="The late claim came while a Keyward replay re-drove this event">
-                      replay
-                    </span>
-                  ) : (
-                    <span className="mono small">{r.lateActor ?? "—"}</span>
-                  )}
-                </td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
-      </div>
-      <div className="load-more">
+      <Table caption="Late duplicates, newest first" columns={["Event", "Type", "First claimed", "Processed again", "Gap", "Key then", "By"]}>
+        {data.items.map((r) => (
+          <tr key={`${r.eventId}@${r.lateClaimAt}`}>
+            <td>
+              <EventLink source={name} eventId={r.eventId} />
+            </td>
+            <td className="mono">{r.eventType ?? <span className="muted">—</span>}</td>
+            <td>
+              <time dateTime={r.firstClaimAt}>{formatDateTime(r.firstClaimAt)}</time>
+            </td>
+            <td>
+              <time dateTime={r.lateClaimAt}>{formatDateTime(r.lateClaimAt)}</time>
+            </td>
+            <td>{humanDuration(r.gapSeconds)}</td>
+            <td>{r.keyState === "pruned" ? "pruned" : "expired, still stored"}</td>
+            <td>
+              {r.viaReplay ? (
+                <span className={textStyles.badge} title="The late claim came while a Keyward replay re-drove this event">
+                  replay
+                </span>
+              ) : (
+                <span className="mono small">{r.lateActor ?? "—"}</span>
+              )}
+            </td>
+          </tr>
+        ))}
+      </Table>
+      <div className={loadMoreStyles.loadMore}>
         {cursors.length > 1 && (
           <button type="button" className="button button--small" onClick={() => setCursors((c) => c.slice(0, -1))}>
             Newer

@@ -1,15 +1,19 @@
 import { formatDuration } from "@/lib/sources/duration";
-import { ttlEquation } from "./prepare";
+import { ttlEquation } from "./describe";
 import type { PresetItem } from "./queries";
 import styles from "./sources.module.css";
 import { Table } from "@/components/ui/Table";
+import { clsx } from "clsx";
+import tableStyles from "@/components/ui/Table.module.css";
+import panelStyles from "@/components/ui/Panel.module.css";
+import textStyles from "@/components/ui/text.module.css";
 
 /** The TTL presets, collapsed: each one's TTL, parts, what it assumes of the sender and where that comes from. */
 export function PresetsPanel({ presets }: { presets: PresetItem[] }) {
   return (
-    <details className={`panel ${styles.presets}`}>
+    <details className={clsx(panelStyles.panel, styles.presets)}>
       <summary className={styles.presetsSummary}>
-        <h2 className={`section-title ${styles.inlineTitle}`}>Presets ({presets.length})</h2>
+        <h2 className={clsx(textStyles.sectionTitle, styles.inlineTitle)}>Presets ({presets.length})</h2>
         <span className="muted small"> what each assumes, and where its figures come from</span>
       </summary>
       <Table
@@ -29,8 +33,8 @@ export function PresetsPanel({ presets }: { presets: PresetItem[] }) {
               <code>{p.name}</code>
               <div className="muted small">{p.label}</div>
             </th>
-            <td className="num strong">{formatDuration(p.ttlSeconds)}</td>
-            <td className="mono nowrap">{ttlEquation(p.parts)}</td>
+            <td className={clsx(tableStyles.num, tableStyles.strong)}>{formatDuration(p.ttlSeconds)}</td>
+            <td className={clsx("mono", tableStyles.nowrap)}>{ttlEquation(p.parts)}</td>
             <td>{p.assumes}</td>
             <td className="small">{p.source}</td>
           </tr>

@@ -1,14 +1,22 @@
 "use client";
 
 import { useMutation, useQueryClient } from "@tanstack/react-query";
+import { Save } from "lucide-react";
 import { useState, type FormEvent } from "react";
 import { ConfirmAction } from "@/components/ui/ConfirmAction";
 import { ErrorBox } from "@/components/ui/ErrorBox";
+import { Icon } from "@/components/ui/Icon";
 import { formatDateTime } from "@/components/ui/format";
 import { SecretPanel } from "@/components/ui/SecretPanel";
 import { TextField } from "@/components/ui/TextField";
-import { parseReplayDestination, signingGrace } from "./prepare";
+import { useNow } from "@/components/replay/useNow";
+import { parseReplayDestination, signingGrace } from "./replay-destination";
 import { rotateSigningSecret, setReplayDestination, sourceKeys, type SourceItem } from "./queries";
+import { clsx } from "clsx";
+import textStyles from "@/components/ui/text.module.css";
+import listStyles from "@/components/ui/DetailList.module.css";
+import formStyles from "@/components/ui/forms.module.css";
+import tableStyles from "@/components/ui/Table.module.css";
 
 /**
  * Where a source's replays go and whether they are signed: the destination URL and when the signing
@@ -17,6 +25,7 @@ import { rotateSigningSecret, setReplayDestination, sourceKeys, type SourceItem 
  */
 export function ReplayTarget({ source, canEdit }: { source: SourceItem; canEdit: boolean }) {
   const queryClient = useQueryClient();
+  const now = useNow(30_000);
   const [editing, setEditing] = useState(false);
   const [text, setText] = useState("");
   const [invalid, setInvalid] = useState<string | null>(null);
@@ -37,7 +46,7 @@ export function ReplayTarget({ source, canEdit }: { source: SourceItem; canEdit:
   });
   const destination = source.replayDestination ?? null;
   const setAt = source.signingSecretSetAt ?? null;
-  const grace = signingGrace(source.signingSecretGraceUntil ?? null, Date.now());
+  const grace = signingGrace(source.signingSecretGraceUntil ?? null, now);
   const submit = (e: FormEvent<HTMLFormElement>) => {
     e.preventDefault();
     const r = parseReplayDestination(text);
@@ -47,9 +56,10 @@ export function ReplayTarget({ source, canEdit }: { source: SourceItem; canEdit:
   };
   const inputId = `replay-destination-${source.name}`;
   return (
-    <div>
-      <h4 className="subtitle">Replay</h4>
-      <dl className="detail-list">
+    // The anchor a replay's readiness checks link to (lib/replay/readiness.ts sourceSettingsHref).
+    <div id={`replay-target-${source.name}`}>
+      <h4 className={textStyles.subtitle}>Replay</h4>
+      <dl className={listStyles.list}>
         <div>
           <dt>Replay destination</dt>
           <dd>{destination ? <span className="mono">{destination}</span> : <span className="muted">Not set: replays cannot start</span>}</dd>
@@ -85,7 +95,7 @@ export function ReplayTarget({ source, canEdit }: { source: SourceItem; canEdit:
         )}
       </dl>
       {canEdit && editing && (
-        <form className="form form--row" onSubmit={submit} noValidate aria-label={`Set the replay destination of ${source.name}`}>
+        <form className={clsx(formStyles.form, formStyles.row)} onSubmit={submit} noValidate aria-label={`Set the replay destination of ${source.name}`}>
           <TextField
             id={inputId}
             label={`Replay destination of ${source.name}`}
@@ -100,8 +110,9 @@ export function ReplayTarget({ source, canEdit }: { source: SourceItem; canEdit:
             autoComplete="off"
             spellCheck={false}
           />
-          <div className="form__actions">
+          <div className={formStyles.actions}>
             <button type="submit" className="button button--primary" disabled={save.isPending}>
+              <Icon icon={Save} />
               {save.isPending ? "Saving…" : "Save destination"}
             </button>
             <button type="button" className="button" onClick={() => setEditing(false)} disabled={save.isPending}>
@@ -112,12 +123,11 @@ export function ReplayTarget({ source, canEdit }: { source: SourceItem; canEdit:
       )}
       {save.isError && <ErrorBox title="The destination was not saved" error={save.error} />}
       {canEdit && (
-        <div className="row-actions">
+        <div className={tableStyles.rowActions}>
           {!editing && (
             <button
               type="button"
               className="button button--small"
-              aria-label={`Edit replay destination of ${source.name}`}
               onClick={() => {
                 setText(destination ?? "");
                 setInvalid(null);
@@ -126,6 +136,7 @@ export function ReplayTarget({ source, canEdit }: { source: SourceItem; canEdit:
               }}
             >
               {destination ? "Change destination" : "Set destination"}
+              <span className="visually-hidden"> of {source.name}</span>
             </button>
           )}
           <ConfirmAction

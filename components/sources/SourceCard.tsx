@@ -1,17 +1,24 @@
 "use client";
 
 import Link from "next/link";
+import { CircleCheck, TriangleAlert } from "lucide-react";
+import { Icon } from "@/components/ui/Icon";
 import { useState } from "react";
 import { formatDateTime } from "@/components/ui/format";
 import { Panel } from "@/components/ui/Panel";
 import { formatDuration } from "@/lib/sources/duration";
-import { describeProjection, invariantTitle, summarizeInvariants, ttlEquation } from "./prepare";
+import { describeProjection, invariantTitle, summarizeInvariants, ttlEquation } from "./describe";
 import type { PresetItem, SourceItem, SourceSettings } from "./queries";
 import { EditSource } from "./EditSource";
 import { ExtendLiveKeys } from "./ExtendLiveKeys";
 import { ReplayTarget } from "./ReplayTarget";
 import styles from "./sources.module.css";
 import { InletsPanel } from "./InletsPanel";
+import formStyles from "@/components/ui/forms.module.css";
+import textStyles from "@/components/ui/text.module.css";
+import listStyles from "@/components/ui/DetailList.module.css";
+import { clsx } from "clsx";
+import { Status } from "@/components/ui/Status";
 
 /**
  * One source: how its TTL is made up, its preset, dead-letter retention, projected size and invariant
@@ -48,13 +55,10 @@ export function SourceCard({
         </Link>
       }
       level={3}
-      titleClassName={`source-name ${styles.title}`}
+      titleClassName={clsx(textStyles.sourceName, styles.title)}
       titleId={`source-${source.name}-title`}
       badge={
-        <span className={`status ${flagged ? "status--warn" : "status--ok"}`}>
-          <span aria-hidden="true">{flagged ? "⚠ " : "✓ "}</span>
-          {checks.label}
-        </span>
+        <Status tone={flagged ? "warn" : "ok"}>{checks.label}</Status>
       }
       actions={
         <>
@@ -75,7 +79,7 @@ export function SourceCard({
         </>
       }
     >
-      <p className="form__status" aria-live="polite">
+      <p className={formStyles.status} aria-live="polite">
         {saved}
       </p>
       {editing ? (
@@ -85,12 +89,12 @@ export function SourceCard({
       )}
       <ReplayTarget source={source} canEdit={canEdit} />
       {canEdit && <InletsPanel source={source.name} />}
-      <h4 className="subtitle">Checks</h4>
+      <h4 className={textStyles.subtitle}>Checks</h4>
       <ul className={styles.checks}>
         {source.invariants.map((i) => (
           <li key={i.id} className={`${styles.check} ${i.ok ? styles.checkOk : styles.checkWarn}`} data-check={i.ok ? "ok" : "warn"}>
             <span className={styles.checkMark} role="img" aria-label={i.ok ? "ok" : "warning"}>
-              {i.ok ? "✓" : "⚠"}
+              <Icon icon={i.ok ? CircleCheck : TriangleAlert} size="sm" />
             </span>
             <span>
               <strong>{invariantTitle(i.id)}</strong>: {i.message}
@@ -106,7 +110,7 @@ export function SourceCard({
 function SourceFacts({ source, preset }: { source: SourceItem; preset: PresetItem | undefined }) {
   const projection = describeProjection(source.projection, source.ttlSeconds);
   return (
-    <dl className="detail-list">
+    <dl className={listStyles.list}>
       <div>
         <dt>Key TTL</dt>
         <dd>

@@ -3,6 +3,7 @@
 import { formatBytes, formatCompact } from "@/components/ui/format";
 import { useQuery } from "@tanstack/react-query";
 import { Bar, BarChart, CartesianGrid, ResponsiveContainer, Tooltip, XAxis, YAxis } from "recharts";
+import { AnnotationList } from "@/components/charts/AnnotationList";
 import { ChartCard, ChartEmpty, ChartGrid } from "@/components/charts/ChartCard";
 import { CHART_COLORS as COLORS } from "@/components/charts/colors";
 import { ChartLegend, ChartTooltip } from "@/components/charts/ChartTooltip";
@@ -14,8 +15,10 @@ import { byteTicks, hasValues, latestOf, peakOf, sampleSeries, timeAxes, type Sa
 import { ClaimsChart } from "@/components/overview/ClaimsChart";
 import { RangePicker } from "@/components/overview/RangePicker";
 import overview from "@/components/overview/overview.module.css";
-import { lateDayPoints } from "./advisor-prepare";
+import { lateDayPoints } from "./advisor-view";
 import { lateDuplicatesQuery, sourceMetricsQuery } from "./advisor-queries";
+import textStyles from "@/components/ui/text.module.css";
+import chartStyles from "@/components/charts/charts.module.css";
 
 /**
  * The source's own charts: its alive keys and their estimated bytes (its share of the table), its expiry
@@ -28,7 +31,7 @@ export function SourceCharts({ name, range, window }: { name: string; range: Met
   return (
     <section className={overview.metrics} aria-label={`${name} over time`}>
       <div className={overview.metricsHeader}>
-        <h2 className="section-title">{name} over time</h2>
+        <h2 className={textStyles.sectionTitle}>{name} over time</h2>
         <RangePicker value={range} keep={{ window }} />
       </div>
       {metrics.isError && !metrics.data && <ErrorBox title="The charts could not be loaded" error={metrics.error} onRetry={() => void metrics.refetch()} />}
@@ -47,9 +50,9 @@ export function SourceCharts({ name, range, window }: { name: string; range: Met
           }
         >
           {late.data ? (
-            <ResponsiveContainer width="100%" height={220}>
+            <ResponsiveContainer width="100%" height={220} className={chartStyles.chart}>
               <BarChart data={lateDayPoints(late.data.perDay)} margin={{ top: 8, right: 16, bottom: 0, left: 4 }}>
-                <CartesianGrid strokeDasharray="3 3" className="chart-grid" vertical={false} />
+                <CartesianGrid strokeDasharray="3 3" className={chartStyles.grid} vertical={false} />
                 <XAxis dataKey="t" tickFormatter={(t: number) => new Date(t).toLocaleDateString("en-GB", { day: "numeric", month: "short", timeZone: "UTC" })} minTickGap={24} />
                 <YAxis allowDecimals={false} width={40} tickFormatter={formatCompact} />
                 <Tooltip
@@ -78,6 +81,7 @@ export function SourceCharts({ name, range, window }: { name: string; range: Met
           )}
         </ChartCard>
       </ChartGrid>
+      {metrics.data && <AnnotationList annotations={metrics.data.annotations} />}
     </section>
   );
 }
@@ -112,6 +116,7 @@ function KeyCharts({ metrics }: { metrics: MetricsResponse }) {
               { key: "tableBytes", name: "Estimated bytes", color: COLORS.bytes },
               { key: "aliveKeys", name: "Alive keys", color: COLORS.alive, axis: "right" },
             ]}
+            bands={metrics.step > 60 ? [{ low: "aliveKeysMin", high: "aliveKeysMax", color: COLORS.alive, axis: "right" }] : []}
             formatLeft={formatBytes}
             leftTicks={byteTicks(peakOf(points, "tableBytes") ?? 0)}
             formatRight={formatCompact}

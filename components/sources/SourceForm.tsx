@@ -1,7 +1,9 @@
 "use client";
 
 import { useId, useState, type ChangeEvent, type FormEvent, type ReactNode } from "react";
+import { Plus, Save } from "lucide-react";
 import { ApiError } from "@/components/api";
+import { Icon } from "@/components/ui/Icon";
 import { ErrorBox } from "@/components/ui/ErrorBox";
 import { describedBy, Field, TextField } from "@/components/ui/TextField";
 import { useHydrated } from "@/components/ui/useHydrated";
@@ -11,22 +13,22 @@ import {
   fieldErrorsFromServer,
   formParts,
   matchesPreset,
-  PARTS,
   safeDeadLetterRetention,
-  ttlEquation,
   type FieldErrors,
   type FormField,
   type SourceFormState,
-} from "./prepare";
+} from "./source-form";
+import { PARTS, ttlEquation } from "./describe";
 import type { PresetItem } from "./queries";
 import styles from "./sources.module.css";
+import formStyles from "@/components/ui/forms.module.css";
 
 type Checked<T> = { ok: true; body: T } | { ok: false; errors: FieldErrors };
 
 /**
  * The create and edit form of a source: name (create only), a preset that fills the four parts, the
  * parts typed as durations ("3d", "1d12h"), and the optional dead-letter retention. `check` turns the
- * typed state into a request body or refusals per field (prepare.ts); the server's 422 refusals land
+ * typed state into a request body or refusals per field (source-form.ts); the server's 422 refusals land
  * next to the same fields.
  */
 export function SourceForm<Body>({
@@ -102,10 +104,10 @@ export function SourceForm<Body>({
 
   const parts = formParts(state);
   return (
-    <form className="form" method="post" onSubmit={submit} noValidate>
+    <form className={formStyles.form} method="post" onSubmit={submit} noValidate>
       {serverError != null && !hasServerFields && <ErrorBox title={errorTitle} error={serverError} />}
       {errors.form && (
-        <p className="inline-error" role="alert">
+        <p className={formStyles.error} role="alert">
           {errors.form}
         </p>
       )}
@@ -159,8 +161,8 @@ export function SourceForm<Body>({
         </Field>
       </div>
 
-      <fieldset className="fieldset">
-        <legend className="field__label">Key lifetime: TTL = the sum of four parts</legend>
+      <fieldset className={formStyles.fieldset}>
+        <legend className={formStyles.label}>Key lifetime: TTL = the sum of four parts</legend>
         <div className={styles.formRow}>
           {PARTS.map((p) => (
             <TextField
@@ -168,7 +170,6 @@ export function SourceForm<Body>({
               {...textProps(p.field)}
               label={p.label}
               hint={p.hint}
-              className="field--duration"
               inputClassName="input--duration"
               placeholder="1d"
             />
@@ -183,7 +184,7 @@ export function SourceForm<Body>({
           )}
         </p>
         {errors.ttl && (
-          <p className="inline-error" role="alert">
+          <p className={formStyles.error} role="alert">
             {errors.ttl}
           </p>
         )}
@@ -209,8 +210,9 @@ export function SourceForm<Body>({
 
       {preview?.(state)}
       {children}
-      <div className="form__actions">
+      <div className={formStyles.actions}>
         <button type="submit" className="button button--primary" disabled={!hydrated || pending}>
+          <Icon icon={mode === "create" ? Plus : Save} />
           {pending ? "Saving…" : submitLabel}
         </button>
         {onCancel && (

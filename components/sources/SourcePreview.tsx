@@ -1,24 +1,18 @@
 "use client";
 
-import { useEffect, useState } from "react";
+import { CircleCheck, TriangleAlert } from "lucide-react";
+import { Icon } from "@/components/ui/Icon";
+import { useDebounced } from "@/components/ui/useDebounced";
 import { keepPreviousData, useQuery } from "@tanstack/react-query";
 import { ApiError } from "@/components/api";
 import { formatDuration } from "@/lib/sources/duration";
-import { describeProjection, invariantTitle, previewBody, ttlEquation, type SourceFormState } from "./prepare";
+import { describeProjection, invariantTitle, ttlEquation } from "./describe";
+import { previewBody, type SourceFormState } from "./source-form";
 import type { SourceItem } from "./queries";
 import { previewSource } from "./advisor-queries";
 import styles from "./advisor.module.css";
 import cards from "./sources.module.css";
-
-/** `value`, once it has stayed the same for `ms`. */
-function useSettled<T>(value: T, ms: number): T {
-  const [settled, setSettled] = useState(value);
-  useEffect(() => {
-    const t = setTimeout(() => setSettled(value), ms);
-    return () => clearTimeout(t);
-  }, [value, ms]);
-  return settled;
-}
+import formStyles from "@/components/ui/forms.module.css";
 
 /**
  * The edit preview: while an admin types, the server checks the typed parts as it would check the saved
@@ -27,7 +21,7 @@ function useSettled<T>(value: T, ms: number): T {
  */
 export function SourcePreview({ source, state }: { source: SourceItem; state: SourceFormState }) {
   const body = previewBody(state);
-  const key = useSettled(body ? JSON.stringify(body) : null, 300);
+  const key = useDebounced(body ? JSON.stringify(body) : null, 300);
   const preview = useQuery({
     queryKey: ["source-preview", source.name, key],
     queryFn: ({ signal }) => previewSource(source.name, JSON.parse(key!), signal),
@@ -42,7 +36,7 @@ export function SourcePreview({ source, state }: { source: SourceItem; state: So
     <section className={styles.preview} aria-label="Preview before saving" aria-live="polite" aria-busy={preview.isFetching} data-testid="source-preview">
       <h4 className={styles.subtitle}>Before you save {preview.isFetching && <span className="muted small">checking…</span>}</h4>
       {refused ? (
-        <p className="inline-error">{refused}</p>
+        <p className={formStyles.error}>{refused}</p>
       ) : preview.isError ? (
         <p className="muted">The preview is unavailable right now; saving still checks everything.</p>
       ) : !p ? (
@@ -63,7 +57,7 @@ export function SourcePreview({ source, state }: { source: SourceItem; state: So
             {p.invariants.map((i) => (
               <li key={i.id} className={`${cards.check} ${i.ok ? cards.checkOk : cards.checkWarn}`} data-check={i.ok ? "ok" : "warn"}>
                 <span className={cards.checkMark} role="img" aria-label={i.ok ? "ok" : "warning"}>
-                  {i.ok ? "✓" : "⚠"}
+                  <Icon icon={i.ok ? CircleCheck : TriangleAlert} size="sm" />
                 </span>
                 <span>
                   <strong>{invariantTitle(i.id)}</strong>: {i.message}

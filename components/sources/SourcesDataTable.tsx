@@ -4,7 +4,7 @@ import { useQuery } from "@tanstack/react-query";
 import { useCan } from "@/components/auth/SessionProvider";
 import { EmptyState } from "@/components/ui/EmptyState";
 import { QueryView } from "@/components/ui/QueryView";
-import { sourcesSummary } from "./prepare";
+import { sourcesSummary } from "./describe";
 import { sourcesQuery, type PresetItem } from "./queries";
 import { SourceCard } from "./SourceCard";
 import styles from "./sources.module.css";

@@ -10,6 +10,7 @@ import { CreateSourceForm } from "./CreateSourceForm";
 import { PresetsPanel } from "./PresetsPanel";
 import { presetsQuery } from "./queries";
 import { SourcesDataTable } from "./SourcesDataTable";
+import textStyles from "@/components/ui/text.module.css";
 
 /** Sources for everyone; creating and editing for admins, extending live keys for operators. */
 export function SourcesPage() {
@@ -22,7 +23,7 @@ export function SourcesPage() {
         description="Each sender of events and how long its dedup keys live: TTL = retry window + queue lag + clock skew + replay."
       />
       {canEdit && <CreateSourceForm presets={presets.data} />}
-      <h2 className="section-title">All sources</h2>
+      <h2 className={textStyles.sectionTitle}>All sources</h2>
       <SourcesDataTable presets={presets.data} />
       {presets.data ? (
         <PresetsPanel presets={presets.data} />

@@ -8,8 +8,8 @@ import { api, apiParsed, retryUnlessClientError } from "@/components/api";
 import { adviceSchema, lateDuplicatesPageSchema, type AdviceResponse, type LateDuplicatesPage } from "@/lib/retention/advice-schema";
 import { METRICS_RANGES, metricsResponseSchema, type MetricsRange, type MetricsResponse } from "@/lib/metrics/schema";
 import type { z } from "zod";
-import type { SourceItem } from "./queries";
-import type { UpdateSourceBody } from "./prepare";
+import type { SourceItem, SourcePreview } from "./queries";
+import type { UpdateSourceBody } from "./source-form";
 
 const base = (name: string) => `/api/v1/sources/${encodeURIComponent(name)}`;
 
@@ -72,9 +72,6 @@ export function sourceQuery(name: string) {
     retry: retryUnlessClientError,
   });
 }
-
-/** What a change would give (POST …/preview): the source as it is and as the change would leave it. */
-export type SourcePreview = { current: SourceItem; preview: SourceItem };
 
 export function previewSource(name: string, body: UpdateSourceBody, signal?: AbortSignal) {
   return api<SourcePreview>(`${base(name)}/preview`, { method: "POST", body, signal });

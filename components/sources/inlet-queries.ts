@@ -1,7 +1,7 @@
-/** Client side of RabbitMQ inlets (app/api/v1/sources/{name}/inlets, app/api/v1/inlets/{id}): query keys, the query, the changes. */
+/** Client side of inlets (app/api/v1/sources/{name}/inlets, app/api/v1/inlets/{id}): query keys, the query, the changes. */
 import { queryOptions } from "@tanstack/react-query";
 import { api, retryUnlessClientError } from "@/components/api";
-import type { CreateInletRequest, Inlet } from "@/lib/inlets/schema";
+import type { CreateInletRequest, Inlet, InletList, RemovedInlet } from "@/lib/inlets/schema";
 
 export type { Inlet };
 
@@ -16,7 +16,7 @@ const inletsPath = (source: string) => `/api/v1/sources/${encodeURIComponent(sou
 export function inletsQuery(source: string) {
   return queryOptions({
     queryKey: inletKeys.ofSource(source),
-    queryFn: async ({ signal }) => (await api<{ inlets: Inlet[] }>(inletsPath(source), { signal })).inlets,
+    queryFn: async ({ signal }) => (await api<InletList>(inletsPath(source), { signal })).inlets,
     retry: retryUnlessClientError,
     refetchInterval: 10_000,
   });
@@ -29,5 +29,5 @@ export function addInlet(source: string, body: CreateInletRequest) {
 
 /** Admins. The inlet's dead letters stay. */
 export function removeInlet(id: string) {
-  return api<{ removed: Inlet }>(`/api/v1/inlets/${encodeURIComponent(id)}`, { method: "DELETE" });
+  return api<RemovedInlet>(`/api/v1/inlets/${encodeURIComponent(id)}`, { method: "DELETE" });
 }

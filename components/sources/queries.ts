@@ -1,16 +1,20 @@
-/** Client side of sources (app/api/v1/sources, app/api/v1/presets): query keys, the queries, and the changes. */
+/** Client side of sources (app/api/v1/sources, app/api/v1/source-names, app/api/v1/presets): query keys, the queries, and the changes. */
 import { queryOptions } from "@tanstack/react-query";
-import { api, retryUnlessClientError, type AsJson } from "@/components/api";
+import type { z } from "zod";
+import { api, apiParsed, retryUnlessClientError } from "@/components/api";
 import type { Preset } from "@/lib/retention/presets";
-import type { SourceInfo } from "@/lib/sources/schema";
-import type { SourceReport } from "@/lib/sources/sources";
-import type { CreateSourceBody, UpdateSourceBody } from "./prepare";
+import type { ExtendedKeys, RotatedSecret, SourceList, sourceInfoSchema, sourcePreviewSchema, sourceReportSchema } from "@/lib/sources/schema";
+import { sourceNamesSchema } from "@/lib/sources/schema";
+import type { CreateSourceBody, UpdateSourceBody } from "./source-form";
 
 /** A source's settings as create and update answer them. */
-export type SourceSettings = AsJson<SourceInfo>;
+export type SourceSettings = z.infer<typeof sourceInfoSchema>;
 
 /** A source as GET /api/v1/sources sends it: its settings, invariant checks and projected size. */
-export type SourceItem = AsJson<SourceReport>;
+export type SourceItem = z.infer<typeof sourceReportSchema>;
+
+/** POST /api/v1/sources/{name}/preview: the source as it is and as the change would leave it. */
+export type SourcePreview = z.infer<typeof sourcePreviewSchema>;
 
 /** A preset as GET /api/v1/presets sends it (lib/retention/presets.ts, with its TTL). */
 export type PresetItem = Preset & { ttlSeconds: number };
@@ -18,13 +22,24 @@ export type PresetItem = Preset & { ttlSeconds: number };
 export const sourceKeys = {
   all: ["sources"] as const,
   list: () => [...sourceKeys.all, "list"] as const,
+  names: () => [...sourceKeys.all, "names"] as const,
   presets: () => [...sourceKeys.all, "presets"] as const,
 };
 
 export function sourcesQuery() {
   return queryOptions({
     queryKey: sourceKeys.list(),
-    queryFn: async ({ signal }) => (await api<{ sources: SourceItem[] }>("/api/v1/sources", { signal })).sources,
+    queryFn: async ({ signal }) => (await api<SourceList>("/api/v1/sources", { signal })).sources,
+    retry: retryUnlessClientError,
+  });
+}
+
+/** Every source's name, by name (GET /api/v1/source-names): for pickers; re-read at most once a minute. */
+export function sourceNamesQuery() {
+  return queryOptions({
+    queryKey: sourceKeys.names(),
+    queryFn: ({ signal }) => apiParsed("/api/v1/source-names", sourceNamesSchema, "the server's source names do not match this console version", signal),
+    staleTime: 60_000,
     retry: retryUnlessClientError,
   });
 }
@@ -53,7 +68,7 @@ export function updateSource(name: string, body: UpdateSourceBody) {
 
 /** Operators. Extends live keys to the current TTL, never shortens; recorded in the action log. */
 export function extendLiveKeys(name: string) {
-  return api<{ source: string; ttlSeconds: number; extended: number }>(`${sourcePath(name)}/extend`, { method: "POST", body: {} });
+  return api<ExtendedKeys>(`${sourcePath(name)}/extend`, { method: "POST", body: {} });
 }
 
 /** Admins. Sets (or clears, with null) where replays of the source's dead letters are delivered. */
@@ -63,5 +78,5 @@ export function setReplayDestination(name: string, replayDestination: string | n
 
 /** Admins. Generates or rotates the replay signing secret; this answer is the only time it is shown. */
 export function rotateSigningSecret(name: string) {
-  return api<{ secret: string; setAt: string; graceUntil: string | null }>(`${sourcePath(name)}/signing-secret`, { method: "POST", body: {} });
+  return api<RotatedSecret>(`${sourcePath(name)}/signing-secret`, { method: "POST", body: {} });
 }

@@ -1,6 +1,7 @@
 "use client";
 
 import { useState, type ReactNode } from "react";
+import confirmStyles from "./ConfirmAction.module.css";
 
 /**
  * A button whose action needs a second, explicit click: the first shows what will happen and the
@@ -40,8 +41,8 @@ export function ConfirmAction({
     );
   }
   return (
-    <span className="confirm" role="group" aria-label={accessibleLabel} onKeyDown={(e) => e.key === "Escape" && setAsking(false)}>
-      <span className="confirm__prompt">{prompt}</span>
+    <span className={confirmStyles.confirm} role="group" aria-label={accessibleLabel} onKeyDown={(e) => e.key === "Escape" && setAsking(false)}>
+      <span className={confirmStyles.prompt}>{prompt}</span>
       <button
         type="button"
         className={`button button--small${danger ? " button--danger" : " button--primary"}`}

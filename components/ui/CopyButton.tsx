@@ -1,6 +1,8 @@
 "use client";
 
+import { Check, Copy } from "lucide-react";
 import { useEffect, useState } from "react";
+import { Icon } from "./Icon";
 
 /** Copies `text` to the clipboard (needs localhost or HTTPS; the text stays selectable everywhere). */
 export function CopyButton({ text, label }: { text: string; label: string }) {
@@ -20,6 +22,7 @@ export function CopyButton({ text, label }: { text: string; label: string }) {
   };
   return (
     <button type="button" className="button button--small" onClick={copy} aria-label={label}>
+      <Icon icon={state === "copied" ? Check : Copy} size="sm" />
       {state === "copied" ? "Copied" : state === "failed" ? "Select to copy" : "Copy"}
     </button>
   );

@@ -2,6 +2,7 @@
 
 import { useCallback, useEffect, useState } from "react";
 import styles from "@/components/auth/auth.module.css";
+import { RETURN_TO_PARAM, safeReturnTo } from "@/lib/auth/return-to";
 
 const CHECK_EVERY_MS = 5_000;
 
@@ -25,7 +26,8 @@ export function DatabaseUnavailable() {
     const ok = await databaseAnswers();
     setChecking(false);
     setLastCheck(new Date().toLocaleTimeString());
-    if (ok) window.location.assign("/");
+    // Back to the page that was open (?next=, checked: lib/auth/return-to.ts), loaded afresh: every query starts again.
+    if (ok) window.location.assign(safeReturnTo(new URLSearchParams(window.location.search).get(RETURN_TO_PARAM)));
   }, []);
 
   useEffect(() => {

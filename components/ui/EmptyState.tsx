@@ -1,11 +1,21 @@
 import type { ReactNode } from "react";
+import { Inbox, type LucideIcon } from "lucide-react";
+import { Icon } from "./Icon";
+import styles from "./EmptyState.module.css";
 
-/** Shown instead of a table that has nothing to show yet; the children say how to get something there. */
-export function EmptyState({ title, children }: { title: string; children: ReactNode }) {
+/**
+ * The one empty state, shown instead of a table that has nothing to show yet: an icon, a title saying what
+ * is missing, and children that say what to do next (how letters arrive, how to create the first source).
+ * `icon` defaults to an empty tray; a list narrowed by filters passes SearchX. `data-icon` names it (for tests).
+ */
+export function EmptyState({ title, icon = Inbox, children }: { title: string; icon?: LucideIcon; children: ReactNode }) {
   return (
-    <div className="empty-state">
-      <h2 className="empty-state__title">{title}</h2>
-      <div className="empty-state__body">{children}</div>
+    <div className={styles.emptyState} data-icon={icon.displayName}>
+      <h2 className={styles.title}>
+        <Icon icon={icon} size="lg" />
+        {title}
+      </h2>
+      <div className={styles.body}>{children}</div>
     </div>
   );
 }

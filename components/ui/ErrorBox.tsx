@@ -1,10 +1,17 @@
 "use client";
 
 import type { ReactNode } from "react";
+import { clsx } from "clsx";
+import { CircleAlert, RotateCcw } from "lucide-react";
+import calloutStyles from "./Callout.module.css";
+import { Icon } from "./Icon";
 
 type ErrorLike = { message?: unknown; code?: unknown; status?: unknown };
 
-/** What failed, the server's error code and message when it sent the error body, and a way to retry. */
+/**
+ * The one error state: what failed, the server's error code and message when it sent the error body, and a
+ * way to retry (QueryView passes one; a form's refusal has none, its fields say what to change).
+ */
 export function ErrorBox({
   title,
   error,
@@ -24,9 +31,12 @@ export function ErrorBox({
   const code = typeof e.code === "string" ? e.code : undefined;
   const status = typeof e.status === "number" && e.status > 0 ? e.status : undefined;
   return (
-    <div className="callout callout--error" role="alert">
-      <div className="callout__title">{title}</div>
-      <p className="callout__body">
+    <div className={clsx(calloutStyles.callout, calloutStyles.error)} role="alert">
+      <div className={calloutStyles.title}>
+        <Icon icon={CircleAlert} />
+        {title}
+      </div>
+      <p className={calloutStyles.body}>
         {message}
         {(code || status) && (
           <span className="muted">
@@ -38,6 +48,7 @@ export function ErrorBox({
       {children}
       {onRetry && (
         <button type="button" className="button" onClick={onRetry} disabled={retrying}>
+          <Icon icon={RotateCcw} size="sm" />
           {retrying ? "Retrying…" : "Retry now"}
         </button>
       )}

@@ -1,14 +1,15 @@
 import type { ReactNode } from "react";
+import styles from "./PageHeader.module.css";
 
 /** A screen's title, one line saying what it shows, and room for status or actions on the right. */
 export function PageHeader({ title, description, aside }: { title: string; description?: ReactNode; aside?: ReactNode }) {
   return (
-    <header className="page-header">
-      <div>
-        <h1 className="page-header__title">{title}</h1>
-        {description && <p className="page-header__description">{description}</p>}
+    <header className={styles.header}>
+      <div className={styles.heading}>
+        <h1 className={styles.title}>{title}</h1>
+        {description && <p className={styles.description}>{description}</p>}
       </div>
-      {aside && <div className="page-header__aside">{aside}</div>}
+      {aside && <div>{aside}</div>}
     </header>
   );
 }

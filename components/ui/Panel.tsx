@@ -1,4 +1,7 @@
 import { useId, type ComponentProps, type ReactNode } from "react";
+import { clsx } from "clsx";
+import panelStyles from "./Panel.module.css";
+import textStyles from "./text.module.css";
 
 /**
  * A titled box on a screen: the title (labelling the region), an optional badge beside it and actions
@@ -8,7 +11,7 @@ import { useId, type ComponentProps, type ReactNode } from "react";
 export function Panel({
   title,
   level = 2,
-  titleClassName = "section-title section-title--flush",
+  titleClassName = clsx(textStyles.sectionTitle, textStyles.flush),
   titleId,
   badge,
   actions,
@@ -33,7 +36,7 @@ export function Panel({
   const generated = useId();
   const id = titleId ?? generated;
   const Heading = level === 2 ? "h2" : "h3";
-  const classes = ["panel", wide ? "panel--form" : "", className ?? ""].filter(Boolean).join(" ");
+  const classes = clsx(panelStyles.panel, wide && panelStyles.wide, className);
   const heading = title !== undefined && (
     <Heading className={titleClassName} id={id}>
       {title}
@@ -42,10 +45,10 @@ export function Panel({
   return (
     <Tag className={classes} aria-labelledby={title !== undefined ? id : undefined} {...rest}>
       {badge || actions ? (
-        <header className="panel__header">
+        <header className={panelStyles.header}>
           {heading}
           {badge}
-          {actions && <div className="panel__actions">{actions}</div>}
+          {actions && <div className={panelStyles.actions}>{actions}</div>}
         </header>
       ) : (
         heading

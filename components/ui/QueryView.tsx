@@ -2,6 +2,7 @@
 
 import type { ReactNode } from "react";
 import { ErrorBox } from "./ErrorBox";
+import { Loading } from "./Loading";
 
 /** What QueryView reads of a react-query result (useQuery and useInfiniteQuery both fit). */
 export type QueryState<T> = {
@@ -28,7 +29,7 @@ export function QueryView<T>({
   children,
 }: {
   query: QueryState<T>;
-  /** While the first answer is awaited: a sentence (shown muted and busy) or a placeholder, or null for nothing. */
+  /** While the first answer is awaited: a sentence (shown by Loading) or a placeholder, or null for nothing. */
   loading: ReactNode;
   /** "The API keys could not be loaded". */
   errorTitle: string;
@@ -42,13 +43,7 @@ export function QueryView<T>({
 }) {
   const { data, error, isPending, isError, isFetching, refetch } = query;
   if (isPending) {
-    return typeof loading === "string" ? (
-      <p className="muted" aria-busy="true">
-        {loading}
-      </p>
-    ) : (
-      loading
-    );
+    return typeof loading === "string" ? <Loading>{loading}</Loading> : loading;
   }
   if (data === undefined) {
     return (

@@ -1,6 +1,10 @@
 "use client";
 
+import { RefreshCw } from "lucide-react";
 import { formatClockTime } from "./format";
+import { clsx } from "clsx";
+import styles from "./RefreshStatus.module.css";
+import { Icon } from "./Icon";
 
 /**
  * How fresh the figures on screen are: the database time they were read at, the refresh cadence, and a
@@ -20,9 +24,10 @@ export function RefreshStatus({
   onRefresh: () => void;
 }) {
   return (
-    <div className="refresh" aria-live="polite">
-      <span className={`refresh__dot${fetching ? " refresh__dot--busy" : stale ? " refresh__dot--stale" : ""}`} aria-hidden="true" />
-      <span className="refresh__text">
+    <div className={styles.refresh} aria-live="polite">
+      <span>
+        {/* Inside the sentence, so a narrow screen never leaves the dot alone on a line. */}
+        <span className={clsx(styles.dot, fetching ? styles.busy : stale && styles.stale)} aria-hidden="true" />
         {asOf ? (
           <>
             As of <time dateTime={asOf}>{formatClockTime(asOf)}</time> (database clock)
@@ -35,6 +40,7 @@ export function RefreshStatus({
         <span className="muted"> · refreshes every {everySeconds} s</span>
       </span>
       <button type="button" className="button button--small" onClick={onRefresh} disabled={fetching}>
+        <Icon icon={RefreshCw} size="sm" spin={fetching} />
         {fetching ? "Refreshing…" : "Refresh"}
       </button>
     </div>

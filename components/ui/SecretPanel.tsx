@@ -2,6 +2,9 @@
 
 import { useId, type ReactNode } from "react";
 import { CopyButton } from "./CopyButton";
+import { clsx } from "clsx";
+import commandStyles from "./CommandBlock.module.css";
+import styles from "./SecretPanel.module.css";
 
 /**
  * A secret the server returns exactly once (a new API key, a generated password, a signing secret):
@@ -28,18 +31,18 @@ export function SecretPanel({
 }) {
   const id = useId();
   return (
-    <section className="secret" aria-labelledby={`${id}-title`}>
-      <h2 className="secret__title" id={`${id}-title`}>
+    <section className={styles.secret} aria-labelledby={`${id}-title`}>
+      <h2 className={styles.title} id={`${id}-title`}>
         {title}
       </h2>
-      <p className="secret__warning">
+      <p className={styles.warning}>
         <strong>Shown once.</strong> Copy it now and store it somewhere safe:{" "}
         {stored === "hash"
           ? "Keyward keeps only a hash and cannot show it again."
           : "Keyward stores it encrypted to sign replays, and never shows it again."}
       </p>
-      <div className="command">
-        <pre className="command__text secret__value">
+      <div className={commandStyles.command}>
+        <pre className={clsx(commandStyles.text, styles.value)} data-testid="secret-value">
           <code>{secret}</code>
         </pre>
         <CopyButton text={secret} label={`Copy ${title}`} />

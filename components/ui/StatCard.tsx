@@ -1,4 +1,7 @@
 import type { ReactNode } from "react";
+import { clsx } from "clsx";
+import skeleton from "./Skeleton.module.css";
+import styles from "./StatCard.module.css";
 
 export type StatTone = "normal" | "warn";
 
@@ -18,10 +21,10 @@ export function StatCard({
   title?: string;
 }) {
   return (
-    <div className={`stat-card stat-card--${tone}`} title={title}>
-      <div className="stat-card__label">{label}</div>
-      <div className="stat-card__value">{value}</div>
-      {hint !== undefined && <div className="stat-card__hint">{hint}</div>}
+    <div className={clsx(styles.card, tone === "warn" && styles.warn)} title={title}>
+      <div className={styles.label}>{label}</div>
+      <div className={styles.value}>{value}</div>
+      {hint !== undefined && <div className={styles.hint}>{hint}</div>}
     </div>
   );
 }
@@ -29,10 +32,10 @@ export function StatCard({
 /** Placeholder with the same footprint while the first figures load. */
 export function StatCardSkeleton({ label }: { label: string }) {
   return (
-    <div className="stat-card" aria-hidden="true">
-      <div className="stat-card__label">{label}</div>
-      <div className="stat-card__value skeleton">&nbsp;</div>
-      <div className="stat-card__hint skeleton">&nbsp;</div>
+    <div className={styles.card} aria-hidden="true">
+      <div className={styles.label}>{label}</div>
+      <div className={clsx(styles.value, skeleton.skeleton)}>&nbsp;</div>
+      <div className={clsx(styles.hint, skeleton.skeleton)}>&nbsp;</div>
     </div>
   );
 }

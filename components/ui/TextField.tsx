@@ -1,4 +1,6 @@
 import type { ComponentProps, ReactNode } from "react";
+import { clsx } from "clsx";
+import formStyles from "./forms.module.css";
 
 type FieldProps = {
   /** The control's id; the hint and the error get `${id}-hint` and `${id}-error`. */
@@ -25,18 +27,18 @@ export function describedBy({ id, hint, error }: Pick<FieldProps, "id" | "hint" 
  */
 export function Field({ id, label, hint, wideHint = false, error, className, children }: FieldProps & { children: ReactNode }) {
   return (
-    <div className={className ? `field ${className}` : "field"}>
-      <label className="field__label" htmlFor={id}>
+    <div className={clsx(formStyles.field, className)}>
+      <label className={formStyles.label} htmlFor={id}>
         {label}
       </label>
       {children}
       {hint && (
-        <span className={wideHint ? "field__hint field__hint--wide" : "field__hint"} id={`${id}-hint`}>
+        <span className={clsx(formStyles.hint, wideHint && formStyles.hintWide)} id={`${id}-hint`}>
           {hint}
         </span>
       )}
       {error && (
-        <p className="inline-error" id={`${id}-error`} role="alert">
+        <p className={formStyles.error} id={`${id}-error`} role="alert">
           {error}
         </p>
       )}
@@ -58,7 +60,7 @@ export function TextField({
   return (
     <Field id={id} label={label} hint={hint} wideHint={wideHint} error={error} className={className}>
       <input
-        className={inputClassName ? `input ${inputClassName}` : "input"}
+        className={clsx("input", inputClassName)}
         id={id}
         aria-invalid={error ? true : undefined}
         aria-describedby={describedBy({ id, hint, error })}

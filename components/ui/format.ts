@@ -4,6 +4,9 @@
  * written by lib/sources/duration.ts `formatDuration` (shared with the CLI and the server's messages).
  */
 
+export { formatBytes, formatClockTime, formatDateTime, formatRelative, isInstant, sig3 } from "@/lib/format";
+import { sig3 } from "@/lib/format";
+
 const counts = new Intl.NumberFormat("en-US");
 
 export function formatCount(n: number): string {
@@ -16,43 +19,6 @@ export function formatPercent(part: number, whole: number): string {
   const pct = (part / whole) * 100;
   if (part > 0 && pct < 0.1) return "<0.1%";
   return `${pct.toFixed(pct >= 10 || pct === 0 ? 0 : 1)}%`;
-}
-
-/** An ISO instant as local wall-clock time, 24 h: "14:03:27" (or "14:03" without seconds). */
-export function formatClockTime(iso: string, withSeconds = true): string {
-  return new Date(iso).toLocaleTimeString("en-GB", {
-    hour: "2-digit",
-    minute: "2-digit",
-    second: withSeconds ? "2-digit" : undefined,
-  });
-}
-
-/** An ISO instant as a local date and time: "2 Dec 2026, 14:03" (or "2 Dec 2026, 14:03:27" with seconds). */
-export function formatDateTime(iso: string, withSeconds = false): string {
-  return new Date(iso).toLocaleString("en-GB", { dateStyle: "medium", timeStyle: withSeconds ? "medium" : "short" });
-}
-
-/** Three significant digits, trailing zeros dropped: 1.50 → "1.5", 123.4 → "123". */
-function sig3(n: number): string {
-  return String(Number(n.toPrecision(3)));
-}
-
-const BYTE_UNITS = ["B", "KiB", "MiB", "GiB", "TiB", "PiB"];
-
-/** Bytes in binary units, three significant digits (four from 1000): 1536 → "1.5 KiB", 5e9 → "4.66 GiB". */
-export function formatBytes(n: number): string {
-  let unit = 0;
-  let v = Math.abs(n);
-  while (v >= 1024 && unit < BYTE_UNITS.length - 1) {
-    v /= 1024;
-    unit++;
-  }
-  // 1023.7 KiB rounds to 1024 KiB: say "1 MiB". From 1000 to 1023 the whole number is shown.
-  if (unit < BYTE_UNITS.length - 1 && Math.round(v) >= 1024) {
-    v /= 1024;
-    unit++;
-  }
-  return `${n < 0 ? "-" : ""}${unit === 0 || v >= 1000 ? Math.round(v) : sig3(v)} ${BYTE_UNITS[unit]}`;
 }
 
 const COMPACT: [number, string][] = [

@@ -6,6 +6,8 @@ import { ConfirmAction } from "@/components/ui/ConfirmAction";
 import { ROLES, type Role } from "@/lib/auth/roles";
 import { resetPassword, updateUser, userKeys, type ConsoleUser } from "./queries";
 import type { ShowPassword } from "./UsersPage";
+import tableStyles from "@/components/ui/Table.module.css";
+import formStyles from "@/components/ui/forms.module.css";
 
 /** One user's row actions: change role and reset password (local accounts), disable or enable. */
 export function UserActions({ user, onPassword }: { user: ConsoleUser; onPassword: ShowPassword }) {
@@ -21,7 +23,7 @@ export function UserActions({ user, onPassword }: { user: ConsoleUser; onPasswor
   });
   const error = update.error ?? reset.error;
   return (
-    <div className="row-actions">
+    <div className={tableStyles.rowActions}>
       {user.sso ? (
         // Single sign-on sets the role from the ID token at every sign-in (lib/auth/oidc.ts): a change here would not last.
         <span className="muted small">Role set by the identity provider</span>
@@ -60,7 +62,7 @@ export function UserActions({ user, onPassword }: { user: ConsoleUser; onPasswor
         />
       )}
       {error && (
-        <p className="inline-error" role="alert">
+        <p className={formStyles.error} role="alert">
           {error.message}
         </p>
       )}
@@ -72,7 +74,7 @@ export function UserActions({ user, onPassword }: { user: ConsoleUser; onPasswor
 function RolePicker({ user, pending, onSave }: { user: ConsoleUser; pending: boolean; onSave: (role: Role) => void }) {
   const [role, setRole] = useState<string>(user.role);
   return (
-    <span className="row-actions__group">
+    <span className={tableStyles.rowActionsGroup}>
       <select
         className="input input--small"
         aria-label={`Role of ${user.username}`}

@@ -5,6 +5,7 @@ import { PageHeader } from "@/components/ui/PageHeader";
 import { SecretPanel } from "@/components/ui/SecretPanel";
 import { CreateUserForm } from "./CreateUserForm";
 import { UsersDataTable } from "./UsersDataTable";
+import textStyles from "@/components/ui/text.module.css";
 
 /** A generated password to show once: after creating a user or resetting one's password. */
 export type ShowPassword = (username: string, password: string) => void;
@@ -24,7 +25,7 @@ export function UsersPage() {
         </SecretPanel>
       )}
       <CreateUserForm onPassword={show} />
-      <h2 className="section-title">All users</h2>
+      <h2 className={textStyles.sectionTitle}>All users</h2>
       <UsersDataTable onPassword={show} />
     </>
   );

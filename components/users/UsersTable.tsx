@@ -1,24 +1,26 @@
+import { Time } from "@/components/ui/Time";
 import { RoleBadge } from "@/components/ui/RoleBadge";
-import { formatDateTime } from "@/components/ui/format";
 import type { ConsoleUser } from "./queries";
 import { UserActions } from "./UserActions";
 import type { ShowPassword } from "./UsersPage";
 import { Table } from "@/components/ui/Table";
+import tableStyles from "@/components/ui/Table.module.css";
+import { Status } from "@/components/ui/Status";
 
 function When({ iso, never = "never" }: { iso: string | null; never?: string }) {
-  return <td>{iso ? <time dateTime={iso}>{formatDateTime(iso)}</time> : <span className="muted">{never}</span>}</td>;
+  return <td>{iso ? <Time iso={iso} /> : <span className="muted">{never}</span>}</td>;
 }
 
 function UserStatus({ user }: { user: ConsoleUser }) {
-  if (user.disabled) return <span className="status status--off">Disabled</span>;
+  if (user.disabled) return <Status tone="off">Disabled</Status>;
   if (user.role === "none") {
     return (
-      <span className="status status--warn" title="Signed in through single sign-on, but the identity provider grants no Keyward role">
+      <Status tone="warn" title="Signed in through single sign-on, but the identity provider grants no Keyward role">
         No access
-      </span>
+      </Status>
     );
   }
-  return <span className="status status--ok">Active</span>;
+  return <Status tone="ok">Active</Status>;
 }
 
 /** Every console user with their role, status and sign-in method; actions per row (not on your own). */
@@ -37,7 +39,7 @@ export function UsersTable({ users, me, onPassword }: { users: ConsoleUser[]; me
       ]}
     >
       {users.map((u) => (
-        <tr key={u.id} className={u.disabled ? "row--inactive" : undefined}>
+        <tr key={u.id} className={u.disabled ? tableStyles.inactive : undefined}>
           <th scope="row">
             <span className="mono">{u.username}</span>
             {u.username === me && <span className="muted small"> (you)</span>}
@@ -52,7 +54,7 @@ export function UsersTable({ users, me, onPassword }: { users: ConsoleUser[]; me
           <td>{u.sso ? "Single sign-on" : "Password"}</td>
           <When iso={u.createdAt} />
           <When iso={u.lastSeenAt} />
-          <td className="actions-cell">
+          <td className={tableStyles.actionsCell}>
             {u.username === me ? (
               <span className="muted small">Another admin can change your account</span>
             ) : (

@@ -1,6 +1,6 @@
 import type { Metadata } from "next";
 import { ReplayPage } from "@/components/replay/ReplayPage";
-import { filtersFromParams } from "@/components/replay/prepare";
+import { filtersFromParams } from "@/components/replay/dead-letter-list";
 import { requireUser } from "@/lib/auth/pages";
 
 export const metadata: Metadata = { title: "Replay" };

@@ -1,7 +1,7 @@
 import type { Metadata } from "next";
 import { SourcePage } from "@/components/sources/SourcePage";
 import { metricsRange } from "@/lib/metrics/schema";
-import { ADVICE_WINDOWS, DEFAULT_ADVICE_WINDOW, type AdviceWindow } from "@/components/sources/advisor-prepare";
+import { ADVICE_WINDOWS, DEFAULT_ADVICE_WINDOW, type AdviceWindow } from "@/components/sources/advisor-view";
 
 export const metadata: Metadata = { title: "Source" };
 

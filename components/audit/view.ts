@@ -2,6 +2,7 @@
 import { KNOWN_AUDIT_KINDS } from "@/lib/audit/schema";
 import { FILTER_FIELDS, type AuditRow, type AuditSearchFilters } from "./queries";
 import { isoToLocalInput, localInputToIso } from "@/components/ui/datetime-input";
+import { ADVICE_WINDOWS } from "@/components/sources/advisor-view";
 
 export { isoToLocalInput, localInputToIso };
 
@@ -55,4 +56,16 @@ export function keyOfTarget(target: { type: string; id: string } | null): { sour
   const slash = target.id.indexOf("/");
   if (slash <= 0 || slash === target.id.length - 1) return null;
   return { source: target.id.slice(0, slash), eventId: target.id.slice(slash + 1) };
+}
+
+const DAY_MS = 86_400_000;
+
+/**
+ * The source page's late-duplicate list (the retention advisor's evidence), in the smallest advisor window
+ * that still holds a late claim made at `lateClaimAt` (as of `asOf`), scrolled to the list.
+ */
+export function lateDuplicatesHref(source: string, lateClaimAt: string, asOf: string): string {
+  const ageDays = (Date.parse(asOf) - Date.parse(lateClaimAt)) / DAY_MS;
+  const window = ADVICE_WINDOWS.find((w) => Number.parseInt(w, 10) > ageDays) ?? ADVICE_WINDOWS[ADVICE_WINDOWS.length - 1];
+  return `/sources/${encodeURIComponent(source)}?window=${window}#late-duplicates`;
 }

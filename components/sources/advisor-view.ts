@@ -2,12 +2,12 @@
  * The source page's pure side (no React, no recharts): the duplicate-age histogram as bars on an axis
  * where a duration (the TTL, the retry window) can be placed between bucket edges, the advice in the
  * words and figures the card shows, and the late duplicates per day as chart points. Unit-tested in
- * test/sources/advisor-prepare.test.ts.
+ * test/sources/advisor-view.test.ts.
  */
 import { humanDuration } from "@/lib/retention/advisor";
 import type { AdviceResponse } from "@/lib/retention/advice-schema";
 import type { SourceParts } from "@/lib/retention/presets";
-import { formFromSource, type SourceFormState, type SourceLike } from "./prepare";
+import { formFromSource, type SourceFormState, type SourceLike } from "./source-form";
 
 /** The windows the page offers (the API takes any from 1h to 90d). */
 export const ADVICE_WINDOWS = ["7d", "30d", "90d"] as const;
@@ -53,11 +53,14 @@ export function agePosition(seconds: number, histogram: AdviceResponse["observed
 export type AdviceSummary = {
   /** "1,234 duplicates, 99.9% within 3 d" or "No duplicate yet". */
   observed: string;
-  /** Events processed twice, when any. */
+  /** The sender's late duplicates (events processed twice), judged against the TTL in force then, when any. */
   late: string | null;
+  /** Late claims made by an operator's forced replay, shown apart (not evidence), when any. */
+  replays: string | null;
   /** "TTL 7 d: 3 d + 1 d + 5 min + 2 d 23 h 55 min" */
   current: string;
-  /** The recommendation in one line, or why there is none. */
+  /** The server's one verdict (lib/retention/advisor.ts adviceVerdict): the badge and the text never disagree. */
+  badge: string;
   verdict: string;
   /** Whether the recommendation changes the source (an Apply button makes sense). */
   changes: boolean;
@@ -69,32 +72,30 @@ const count = (n: number) => new Intl.NumberFormat("en-US").format(n);
 export const partsLine = (p: SourceParts) =>
   [p.retryWindowSeconds, p.queueLagSeconds, p.clockSkewSeconds, p.replaySeconds].map((s) => humanDuration(s, true)).join(" + ");
 
-const sameParts = (a: SourceParts, b: SourceParts) =>
-  a.retryWindowSeconds === b.retryWindowSeconds && a.queueLagSeconds === b.queueLagSeconds && a.clockSkewSeconds === b.clockSkewSeconds && a.replaySeconds === b.replaySeconds;
+const processedTwice = (n: number) => `${count(n)} event${n === 1 ? " was" : "s were"} processed twice`;
 
 export function summarizeAdvice(a: AdviceResponse): AdviceSummary {
   const o = a.observed;
+  const e = o.lateEvidence;
   const observed =
     o.duplicates === 0
       ? `No duplicate in the last ${a.window}`
       : `${count(o.duplicates)} duplicate${o.duplicates === 1 ? "" : "s"} in the last ${a.window}; 99.9% within ${humanDuration(o.ageP999Seconds ?? 0)}, the oldest ${humanDuration(o.maxAgeSeconds ?? 0)} after the first delivery`;
+  const earlier = e.sender - e.underCurrentTtl;
   const late =
-    o.lateDuplicates > 0
-      ? `${count(o.lateDuplicates)} event${o.lateDuplicates === 1 ? " was" : "s were"} processed twice: the key had expired when a later delivery came`
-      : null;
+    e.sender === 0
+      ? null
+      : e.underCurrentTtl === e.sender
+        ? `${processedTwice(e.sender)} under the current TTL: the key had expired when a later delivery came`
+        : e.underCurrentTtl === 0
+          ? `${processedTwice(e.sender)} under an earlier, shorter TTL: the key had expired when a later delivery came`
+          : `${processedTwice(e.sender)}: ${count(e.underCurrentTtl)} under the current TTL, ${count(earlier)} under an earlier, shorter one`;
+  const replays =
+    e.replays === 0
+      ? null
+      : `${count(e.replays)} more ${e.replays === 1 ? "was" : "were"} processed again by an operator's forced replay: not a sender's retry, left out of the evidence`;
   const current = `TTL ${humanDuration(a.current.ttlSeconds, true)}: ${partsLine(a.current.parts)}`;
-  if (!a.recommended) return { observed, late, current, verdict: a.reason ?? "No recommendation.", changes: false, tone: late ? "warn" : "neutral" };
-  const changes = !sameParts(a.recommended.parts, a.current.parts);
-  return {
-    observed,
-    late,
-    current,
-    verdict: changes
-      ? `Recommended: TTL ${humanDuration(a.recommended.ttlSeconds, true)} (${partsLine(a.recommended.parts)})`
-      : `The current TTL covers what arrived: no change needed`,
-    changes,
-    tone: changes || late ? "warn" : "ok",
-  };
+  return { observed, late, replays, current, badge: a.verdict.badge, verdict: a.verdict.text, changes: a.verdict.changes, tone: a.verdict.tone };
 }
 
 /** The edit form filled with the recommended parts ("apply" opens the ordinary edit with these). */

@@ -1,6 +1,6 @@
 /**
- * Pure helpers of the dead-letter page: the payload as shown (pretty-printed when it is JSON) and as
- * downloaded (exactly the stored bytes). The stored bytes are never changed: pretty-printing is a view.
+ * The dead-letter page's payload as shown (pretty-printed when it is JSON) and as downloaded (exactly the
+ * stored bytes). The stored bytes are never changed: pretty-printing is a view. Pure.
  */
 
 /**

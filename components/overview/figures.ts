@@ -40,7 +40,8 @@ export function expiredFigure(o: Overview): Figure {
 /**
  * The expiry backlog "now", as the backlog chart's headline says it: the same figure as the "Expired, not
  * pruned" card (expiredFigure), or with a source filter that source's live count. undefined when the
- * source's count is not known live (a large table): the chart then shows its last sample.
+ * source's count is not known live (a large table, or a source outside the busiest rows the overview sent):
+ * the chart then shows its last sample.
  */
 export function backlogNow(o: Overview, source: string | null): string | undefined {
   if (!source) return expiredFigure(o).text;
