@@ -13,7 +13,7 @@
  * the bench creates the past ones itself.
  */
 import pg from "pg";
-import { auditPageSql, resolveRange } from "../lib/audit/search";
+import { auditPageSql, resolveRange } from "@/lib/audit/search";
 import { percentile } from "./stats";
 import { startServer } from "./server";
 

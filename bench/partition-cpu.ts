@@ -19,8 +19,8 @@
 import { readFileSync } from "node:fs";
 import { randomUUID } from "node:crypto";
 import pg from "pg";
-import { migrate } from "../lib/db/migrate";
-import { CLAIM_ONE_SQL, CLAIM_PARTITIONED_ONE_SQL, CLAIM_PARTITIONED_SQL } from "../lib/claims/claim";
+import { migrate } from "@/lib/db/migrate";
+import { CLAIM_ONE_SQL, CLAIM_PARTITIONED_ONE_SQL, CLAIM_PARTITIONED_SQL } from "@/lib/claims/claim";
 import { drive, type Op } from "./drive";
 import { median } from "./stats";
 

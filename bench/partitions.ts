@@ -19,11 +19,14 @@
  *
  * Every database is dropped at the end (also on failure).
  */
+import { connectionDb } from "@/lib/db/transaction";
 import { createHash } from "node:crypto";
+import { readFileSync } from "node:fs";
+import path from "node:path";
 import pg from "pg";
-import { migrate } from "../lib/db/migrate";
-import { CLAIM_SQL } from "../lib/claims/claim";
-import { dropExpiredDedupPartitions } from "../lib/retention/partitions";
+import { migrate, MIGRATIONS_DIR } from "@/lib/db/migrate";
+import { CLAIM_SQL } from "@/lib/claims/claim";
+import { dropExpiredDedupPartitions } from "@/lib/retention/partitions";
 import { drive, type Op } from "./drive";
 import { claimParams, claimQuery, newEventId } from "./scenarios";
 import { median, percentile, type RoundSample } from "./stats";
@@ -125,11 +128,13 @@ export async function benchPartitions(
             LATERAL (SELECT (((now() AT TIME ZONE 'UTC')::date - $2::int)::timestamp AT TIME ZONE 'UTC') AS d) x`,
       [SOURCE, rep, DROP_KEYS],
     );
-    await p7.pool.query("ANALYZE dedup_keys");
+    // Only the filled day (its reltuples is the drop's row count): an ANALYZE of the whole table would also
+    // analyse the empty partitions ahead, which no install does (keyward_ensure_dedup_partitions resets them).
+    await p7.pool.query(`ANALYZE ${await pastDay(p7.pool, rep)}`);
     await p7.pool.query("CHECKPOINT");
     drop.insertSeconds.push((performance.now() - ti) / 1000);
     const t = performance.now();
-    const r = await dropExpiredDedupPartitions(p7.pool);
+    const r = await dropExpiredDedupPartitions(connectionDb(p7.pool));
     drop.seconds.push((performance.now() - t) / 1000);
     drop.rowsReported.push(r.rows);
     if (r.dropped.length !== 1) throw new Error(`expected one dropped partition, got ${JSON.stringify(r)}`);
@@ -139,6 +144,10 @@ export async function benchPartitions(
   // ---- 2. claim throughput, partition vs single
   const single = await open("single", 7, "single");
   const p90 = await open("p90", 90, "partition");
+  // The same 7-day database with the claim functions as they were before migration 20261207000000 (plans
+  // chosen by the statistics of the moment, cached per connection): the before of the after in one run.
+  const p7before = await open("p7before", 7, "partition");
+  await p7before.pool.query(claimPlansBefore());
   const count = async (db: Db) =>
     (await db.pool.query<{ n: number }>("SELECT count(*)::int AS n FROM keyward_dedup_partitions()")).rows[0].n;
   const partitionCounts = { p7: await count(p7), p90: await count(p90) };
@@ -154,6 +163,7 @@ export async function benchPartitions(
   const scenarios = [
     { label: "(a) single table, the library's statement", op: (b: number) => claimOp(single, "single", b) },
     { label: `partition mode, 7-day TTL (${partitionCounts.p7} partitions)`, op: (b: number) => claimOp(p7, "partition", b) },
+    { label: `${BEFORE_LABEL} (${partitionCounts.p7} partitions)`, op: (b: number) => claimOp(p7before, "partition", b) },
     { label: `partition mode, 90-day TTL (${partitionCounts.p90} partitions)`, op: (b: number) => claimOp(p90, "partition", b) },
     {
       label: `partition mode, ${partitionCounts.p90} partitions, a 7-day source's claims`,
@@ -297,6 +307,29 @@ export async function benchPartitions(
   };
 }
 
+const BEFORE_LABEL = "partition mode, 7-day TTL, the claim plans before issue 27";
+
+/** The past day's partition that part 1 fills in repetition `rep`. */
+async function pastDay(pool: pg.Pool, rep: number): Promise<string> {
+  const { rows } = await pool.query<{ p: string }>("SELECT keyward_dedup_partition_name((now() AT TIME ZONE 'UTC')::date - $1::int) AS p", [rep]);
+  return rows[0].p;
+}
+
+/**
+ * The partition-mode claim functions as migration 20261206100000_claim_results made them (the array probe
+ * `event_id = ANY (…)`, no enable_seqscan setting), read from that migration so that the "before" is exactly
+ * the code that ran.
+ */
+function claimPlansBefore(): string {
+  const file = path.join(MIGRATIONS_DIR, "20261206100000_claim_results", "migration.sql");
+  const text = readFileSync(file, "utf8");
+  const start = text.indexOf("CREATE FUNCTION keyward_claim_partitioned(");
+  const end = text.indexOf("DROP FUNCTION keyward_claim_partitioned_one(", start);
+  if (start < 0 || end < 0) throw new Error(`bench: the array claim function is not where expected in ${file}`);
+  return `${text.slice(start, end).replace("CREATE FUNCTION", "CREATE OR REPLACE FUNCTION")}
+ALTER FUNCTION keyward_claim_partitioned_one(text, text, text, text, integer, integer, text, text) RESET enable_seqscan;`;
+}
+
 function push(m: Map<string, { s: RoundSample[]; ratios: number[] }>, k: string, s: RoundSample, ratio: number | null) {
   const e = m.get(k) ?? { s: [], ratios: [] };
   e.s.push(s);
@@ -329,6 +362,18 @@ export function partitionsText(r: PartitionBenchResult): string {
     ),
   ];
   return lines.join("\n");
+}
+
+/** Before and after migration 20261207000000, batches of 100: the first two cycles and the median. */
+function beforeAfter(r: PartitionBenchResult): string {
+  const row = (label: (l: string) => boolean) => r.throughput.find((t) => t.clients === 8 && t.batch === 100 && label(t.label));
+  const before = row((l) => l.startsWith(BEFORE_LABEL));
+  const after = row((l) => l.startsWith("partition mode, 7-day TTL (") );
+  if (!before || !after) return "";
+  const first2 = (t: ThroughputRow) => t.ratios.slice(0, 2).map((v) => v.toFixed(2)).join(", ");
+  return `Batches of 100 at 8 clients, before → after: first two cycles ${first2(before)} → ${first2(after)}, ` +
+    `median ${x(before.ratio ?? NaN)} → ${x(after.ratio ?? NaN)}; after ÷ before per cycle ` +
+    `[${after.ratios.map((v, i) => (v / before.ratios[i]).toFixed(2)).join(", ")}].`;
 }
 
 /** The issue's aims for partition mode, met or not, from the throughput rows. */
@@ -394,12 +439,19 @@ with its longest TTL and a 7-day one. (a) is a single-table database running the
 (\`CLAIM_ONE_SQL\` for one event, \`CLAIM_SQL\` for a batch), the others partition-mode databases running
 \`CLAIM_PARTITIONED_ONE_SQL\` (\`keyward_claim_partitioned_one()\`) for one event and \`CLAIM_PARTITIONED_SQL\`
 (\`keyward_claim_partitioned()\`) for a batch, with as many daily partitions as a longest TTL
-of 7 or 90 days needs (today + TTL + 3 days, a DEFAULT partition; the 7-day one also went through part 1).
+of 7 or 90 days needs (today + TTL + 3 days, a DEFAULT partition; the first 7-day one also went through part 1).
 A claim probes the partitions of its source's reach (docs/architecture.md, "Claim cost model"): the whole
 table for the 90-day source, about 9 partitions for a 7-day source, in either database. ${CYCLES} cycles of
 ${SLICE_MS} ms slices, interleaved (a), P, (a), P′, (a), …; each ratio is a slice ÷ the mean of the (a) slices
 right around it, the median over cycles is quoted and every cycle's ratio is listed. Latency percentiles
 pool all requests of a scenario.
+
+"${BEFORE_LABEL}" is a third 7-day database whose claim functions are the ones of migration
+20261206100000 (read from it), all else equal: its plans, made per connection by the warm-up while every
+partition was empty, kept scanning the partition that filled (an index scan on the source with the ids as a
+filter) until autovacuum analysed it. Since migration 20261207000000 every read of dedup_keys in a claim is a
+lookup by key whatever the statistics (docs/architecture.md, "Partition mode: plans that cannot go stale";
+test/partitions/plans.test.ts). ${beforeAfter(r)}
 
 ${tput}
 

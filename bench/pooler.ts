@@ -12,11 +12,12 @@
  * with the order of X and Y rotated, and each slice of X is divided by the (on) slices on either side of
  * it; the median over cycles is quoted, the middle half in brackets.
  */
+import { connectionDb } from "@/lib/db/transaction";
 import type pg from "pg";
-import { claimEvent, claimEvents } from "../lib/claims/claim";
-import { createPool } from "../lib/db/client";
-import { forgetNamedStatementsSetting } from "../lib/db/sql";
-import { pgbouncerInstalled, startPgBouncer } from "../test/setup/pgbouncer";
+import { claimEvent, claimEvents } from "@/lib/claims/claim";
+import { createPool } from "@/lib/db/client";
+import { forgetNamedStatementsSetting } from "@/lib/db/sql";
+import { pgbouncerInstalled, startPgBouncer } from "@/test/setup/pgbouncer";
 import { drive, type Op } from "./drive";
 import { newEventId } from "./scenarios";
 import { eventsPerSec, rotate, summarise, type CellSummary, type Paired, type RoundSample } from "./stats";
@@ -75,11 +76,11 @@ export async function benchPooler(
   const op = (pool: pg.Pool, batch: number): Op =>
     batch === 1
       ? async () => {
-          const r = await claimEvent({ source, eventId: newEventId(), eventType: "bench" }, { on: pool });
+          const r = await claimEvent({ source, eventId: newEventId(), eventType: "bench" }, {}, connectionDb(pool));
           if (r.outcome !== "claimed") throw new Error(`pooler bench: expected claimed, got ${r.outcome}`);
         }
       : async () => {
-          const rs = await claimEvents({ source, events: Array.from({ length: batch }, () => ({ eventId: newEventId(), eventType: "bench" })) }, { on: pool });
+          const rs = await claimEvents({ source, events: Array.from({ length: batch }, () => ({ eventId: newEventId(), eventType: "bench" })) }, {}, connectionDb(pool));
           if (rs.some((r) => r.outcome !== "claimed")) throw new Error("pooler bench: a batch event was not claimed");
         };
   const slice = async (kind: Kind, clients: number, batch: number): Promise<RoundSample> => {

@@ -17,10 +17,10 @@
  * Knobs: BENCH_PRUNE_BACKLOG (200000), BENCH_PRUNE_CYCLES (8: runs of (b)), BENCH_PRUNE_BATCH (5000).
  */
 import pg from "pg";
-import { closeDb, pool as libPool } from "../lib/db/client";
-import { PRUNE_BATCH_SQL, pruneExpiredKeys } from "../lib/retention/prune";
-import { claimEvent } from "../lib/claims/claim";
-import { loadEnv } from "../lib/config/env";
+import { closeDb, pool as libPool } from "@/lib/db/client";
+import { PRUNE_BATCH_SQL, pruneExpiredKeys } from "@/lib/retention/prune";
+import { claimEvent } from "@/lib/claims/claim";
+import { loadEnv } from "@/lib/config/env";
 import { drive } from "./drive";
 import { newEventId } from "./scenarios";
 import { median, percentile } from "./stats";

@@ -19,16 +19,16 @@ import { randomBytes } from "node:crypto";
 import nodeHttp from "node:http";
 import type { AddressInfo } from "node:net";
 import os from "node:os";
-import { createApiKey } from "../lib/auth/api-keys";
-import { cliPrincipal } from "../lib/auth/principal";
-import { createUser, generatePassword } from "../lib/auth/users";
-import { deliverOnce } from "../lib/replay/deliver";
-import { RateLimiter } from "../lib/replay/rate-limiter";
-import { createSource } from "../lib/sources/sources";
-import { startReceiver, type Receiver } from "../test/setup/receiver";
+import { createApiKey } from "@/lib/auth/api-keys";
+import { cliPrincipal } from "@/lib/auth/principal";
+import { createUser, generatePassword } from "@/lib/auth/users";
+import { deliverOnce } from "@/lib/replay/deliver";
+import { RateLimiter } from "@/lib/replay/rate-limiter";
+import { createSource } from "@/lib/sources/sources";
+import { startReceiver, type Receiver } from "@/test/setup/receiver";
 import { startServer, type RunningServer } from "./server";
-import { createSourceRequest } from "../lib/sources/schema";
-import { parseInput } from "../lib/http/validate";
+import { createSourceRequest } from "@/lib/sources/schema";
+import { parseInput } from "@/lib/http/validate";
 
 const ACTOR = cliPrincipal();
 const SECONDS = Number(process.env.BENCH_REPLAY_SECONDS ?? 10);
@@ -62,7 +62,8 @@ export type ReplayBenchResult = { rows: ReplayBenchRow[]; seconds: number; when:
 
 type Ctx = { baseUrl: string; receiver: Receiver; source: string; secret: string; operatorKey: string; deadLetterKey: string };
 
-async function http(baseUrl: string, method: string, path: string, o: { key?: string; cookie?: string; body?: unknown; headers?: Record<string, string> } = {}) {
+/** `B`: the body the route answers (what this bench reads of it); not checked here, the tests check the routes. */
+async function http<B = unknown>(baseUrl: string, method: string, path: string, o: { key?: string; cookie?: string; body?: unknown; headers?: Record<string, string> } = {}) {
   const headers: Record<string, string> = { ...o.headers };
   if (o.key) headers.authorization = `Bearer ${o.key}`;
   if (o.cookie) {
@@ -72,13 +73,13 @@ async function http(baseUrl: string, method: string, path: string, o: { key?: st
   if (o.body !== undefined) headers["content-type"] = "application/json";
   const res = await fetch(baseUrl + path, { method, headers, body: o.body === undefined ? undefined : JSON.stringify(o.body) });
   const text = await res.text();
-  let body: any = undefined;
+  let body: B | undefined = undefined;
   try {
-    body = text ? JSON.parse(text) : undefined;
+    body = text ? (JSON.parse(text) as B) : undefined;
   } catch {
     /* not JSON */
   }
-  return { status: res.status, body, text, headers: res.headers };
+  return { status: res.status, body: body as B, text, headers: res.headers }; // expectStatus() runs before a body is read
 }
 
 function expectStatus(res: { status: number; text: string }, status: number, what: string): void {
@@ -87,11 +88,6 @@ function expectStatus(res: { status: number; text: string }, status: number, wha
 
 const newIds = (n: number) => Array.from({ length: n }, () => `bench-${randomBytes(8).toString("hex")}`);
 const payloadOf = (id: string) => JSON.stringify({ type: "order.paid", id, amount: 4200 });
-
-/** The receiver's delivery rate over the arrivals since index `from`: (n − 1) / (last − first). */
-function spanRate(receiver: Receiver, from: number): number {
-  return spanRateOf(receiver.arrivals, from);
-}
 
 function spanRateOf(arrivals: number[], from: number): number {
   const a = arrivals.slice(from);
@@ -168,13 +164,13 @@ async function executorRun(
     const res = await http(ctx.baseUrl, "POST", "/api/v1/dead-letters/batch", { key: ctx.deadLetterKey, body: { items: chunk } });
     expectStatus(res, 200, "dead-letter batch");
   }
-  const pf = await http(ctx.baseUrl, "POST", "/api/v1/replays/preflight", { key: ctx.operatorKey, body: { source: target.source } });
+  const pf = await http<{ preflightId: string; counts: Record<string, number> }>(ctx.baseUrl, "POST", "/api/v1/replays/preflight", { key: ctx.operatorKey, body: { source: target.source } });
   expectStatus(pf, 201, "preflight");
   if (pf.body.counts.never_processed !== items) throw new Error(`preflight: expected ${items} never_processed, got ${JSON.stringify(pf.body.counts)}`);
 
   const from = target.arrivals.length;
   const posted = performance.now();
-  const started = await http(ctx.baseUrl, "POST", "/api/v1/replays", {
+  const started = await http<{ replayId: string }>(ctx.baseUrl, "POST", "/api/v1/replays", {
     key: ctx.operatorKey,
     headers: { "idempotency-key": `bench-${randomBytes(8).toString("hex")}` },
     body: { preflightId: pf.body.preflightId, include: ["never_processed"], ratePerSecond: rate, concurrency },
@@ -189,7 +185,7 @@ async function executorRun(
   for (;;) {
     // The summary (the listing, one row), not GET /replays/{id} with its first 500 items and failures: the
     // poll runs on the server that runs the executor, and should cost it as little as possible.
-    const list = await http(ctx.baseUrl, "GET", `/api/v1/replays?source=${encodeURIComponent(target.source)}&limit=1`, { key: ctx.operatorKey });
+    const list = await http<{ items: { id: string; status: string; counts: Record<string, number> }[] }>(ctx.baseUrl, "GET", `/api/v1/replays?source=${encodeURIComponent(target.source)}&limit=1`, { key: ctx.operatorKey });
     expectStatus(list, 200, "replay progress");
     const r = { body: list.body.items[0] };
     if (r.body?.id !== id) throw new Error(`replay ${id}: the listing answered ${JSON.stringify(list.body).slice(0, 200)}`);
@@ -220,9 +216,8 @@ export async function benchReplay(databaseUrl: string, log: (msg: string) => voi
   await createUser({ username: adminName, role: "admin", password }, ACTOR);
 
   log("replay: starting the server");
-  let server: RunningServer | undefined;
-  cleanups.push(() => server?.stop());
-  server = await startServer(databaseUrl);
+  const server: RunningServer = await startServer(databaseUrl);
+  cleanups.push(() => server.stop());
   const baseUrl = server.baseUrl;
 
   const session = await http(baseUrl, "POST", "/api/v1/session", { body: { username: adminName, password }, headers: { origin: baseUrl } });
@@ -236,7 +231,7 @@ export async function benchReplay(databaseUrl: string, log: (msg: string) => voi
   cleanups.push(() => receiver.stop());
   const patched = await http(baseUrl, "PATCH", `/api/v1/sources/${source.name}`, { cookie, body: { replayDestination: receiver.url } });
   expectStatus(patched, 200, "set replay destination");
-  const rotated = await http(baseUrl, "POST", `/api/v1/sources/${source.name}/signing-secret`, { cookie });
+  const rotated = await http<{ secret: string }>(baseUrl, "POST", `/api/v1/sources/${source.name}/signing-secret`, { cookie });
   expectStatus(rotated, 201, "signing secret");
   receiver.setSecret(rotated.body.secret);
   const ctx: Ctx = { baseUrl, receiver, source: source.name, secret: rotated.body.secret, operatorKey: operatorKey.key, deadLetterKey: deadLetterKey.key };

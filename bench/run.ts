@@ -20,9 +20,12 @@
  * embedded database (bench/embedded.ts): HTTP single claims per second at 1 and 8 clients on a
  * server without DATABASE_URL, as a ratio to a server on PostgreSQL.
  *
+ * `npm run bench` runs it with NODE_ENV=production, as `keyward start` runs: the library's rows and answers are
+ * not shape-checked (lib/shape-checks.ts), so the library rows cost what they cost in production.
+ *
  * Knobs (environment): BENCH_CYCLES (6), BENCH_SLICE_MS (250 for single claims; batches of 100 get
  * 1.5×, of 1000 3×, so that long requests still complete a few times), BENCH_WARM_MS (200),
- * BENCH_OUT (docs/benchmarks.md; "-" to skip writing), BENCH_PARTS ("claims,prune,partitions,audit,replay,pooler,embedded";
+ * BENCH_OUT (docs/benchmarks.md; "-" to skip writing), BENCH_PARTS ("claims,prune,partitions,audit,replay,pooler,embedded,payload";
  * the parts not run keep their section of the existing report), prune.ts's BENCH_PRUNE_* knobs,
  * partitions.ts's (partition mode: dropping a day, claims partitioned vs not, claims with 10M live keys),
  * audit.ts's BENCH_AUDIT_ROWS (10M) and BENCH_AUDIT_LOOKUPS (500), replay.ts's BENCH_REPLAY_SECONDS,
@@ -35,13 +38,12 @@ import { statSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import pg from "pg";
-import { migrate } from "../lib/db/migrate";
-import { closeDb } from "../lib/db/client";
-import { loadEnv } from "../lib/config/env";
-import { createSource } from "../lib/sources/sources";
-import { createApiKey } from "../lib/auth/api-keys";
-import { flushClaimCounts } from "../lib/metrics/claim-counts";
-import { CLAIM_SQL } from "../lib/claims/claim";
+import { migrate } from "@/lib/db/migrate";
+import { closeDb } from "@/lib/db/client";
+import { loadEnv } from "@/lib/config/env";
+import { createSource } from "@/lib/sources/sources";
+import { createApiKey } from "@/lib/auth/api-keys";
+import { flushClaimCounts } from "@/lib/metrics/claim-counts";
 import { drive } from "./drive";
 import { JsonClient } from "./http-client";
 import { LeanJsonClient } from "./lean-client";
@@ -55,18 +57,19 @@ import { auditMarkdown, auditText, benchAudit, AUDIT_END, AUDIT_START } from "./
 import { benchReplay, replayMarkdown, replayText, REPLAY_END, REPLAY_START } from "./replay";
 import { benchPooler, poolerMarkdown, poolerText, POOLER_END, POOLER_START } from "./pooler";
 import { benchEmbedded, embeddedMarkdown, embeddedText, EMBEDDED_END, EMBEDDED_START } from "./embedded";
+import { benchPayloadMemory, payloadMarkdown, payloadText, PAYLOAD_END, PAYLOAD_START } from "./payload-memory";
 import { existsSync, readFileSync } from "node:fs";
 
-import { cliPrincipal } from "../lib/auth/principal";
-import { createSourceRequest } from "../lib/sources/schema";
-import { parseInput } from "../lib/http/validate";
+import { cliPrincipal } from "@/lib/auth/principal";
+import { createSourceRequest } from "@/lib/sources/schema";
+import { parseInput } from "@/lib/http/validate";
 
 if (process.argv.includes("--help") || process.argv.includes("-h")) {
   console.log(`npm run bench: claims (raw pg, library, HTTP), pruning, partition mode, audit search, replay,
 prepared statements / PgBouncer and the embedded database, measured interleaved; prints the tables and
 rewrites docs/benchmarks.md. Its own database on BENCH_DATABASE_URL's server (default the local PostgreSQL).
 
-  BENCH_PARTS   which parts run (claims,prune,partitions,audit,replay,pooler,embedded); the others keep
+  BENCH_PARTS   which parts run (claims,prune,partitions,audit,replay,pooler,embedded,payload); the others keep
                 their section of docs/benchmarks.md. A short run: BENCH_PARTS=replay BENCH_REPLAY_SECONDS=3
   BENCH_CYCLES (6)  BENCH_SLICE_MS (250)  BENCH_WARM_MS (200)  BENCH_OUT (docs/benchmarks.md; "-": don't write)
   each part's own knobs: the header of bench/<part>.ts`);
@@ -89,13 +92,16 @@ const OUT = process.env.BENCH_OUT ?? path.join(ROOT, "docs", "benchmarks.md");
 const CONCURRENCY = [1, 8];
 const BATCH_SIZES = [100, 1000];
 const DUPLICATE_POOL = 20_000;
-const ALL_PARTS = ["claims", "prune", "partitions", "audit", "replay", "pooler", "embedded"];
+const ALL_PARTS = ["claims", "prune", "partitions", "audit", "replay", "pooler", "embedded", "payload"];
 const PARTS = new Set((process.env.BENCH_PARTS ?? ALL_PARTS.join(",")).split(",").map((p) => p.trim()));
 for (const p of PARTS) if (!ALL_PARTS.includes(p)) throw new Error(`BENCH_PARTS: unknown part "${p}" (${ALL_PARTS.join(", ")})`);
 
 /** A hand-kept section (issue 15's before/after table) that every run carries over unchanged. */
 const BEFORE_AFTER_START = "<!-- before-after: kept by hand, carried over by test/bench/run.ts -->";
 const BEFORE_AFTER_END = "<!-- /before-after -->";
+/** Issue 25's cost of saved results on the claim path (bench/saved-results.ts, run alone), kept by hand too. */
+const SAVED_RESULTS_START = "<!-- saved-results: kept by hand from bench/saved-results.ts, carried over by bench/run.ts -->";
+const SAVED_RESULTS_END = "<!-- /saved-results -->";
 
 const cleanups: (() => Promise<unknown> | void)[] = [];
 let cleaning: Promise<void> | undefined;
@@ -297,7 +303,9 @@ async function main(): Promise<void> {
       [REPLAY_START, REPLAY_END],
       [POOLER_START, POOLER_END],
       [EMBEDDED_START, EMBEDDED_END],
+      [PAYLOAD_START, PAYLOAD_END],
       [BEFORE_AFTER_START, BEFORE_AFTER_END],
+      [SAVED_RESULTS_START, SAVED_RESULTS_END],
     ]) {
       const i = previous.indexOf(start);
       const j = previous.indexOf(end);
@@ -341,6 +349,11 @@ async function main(): Promise<void> {
     const embedded = await benchEmbedded({ databaseUrl, source: source.name, apiKey: apiKey.key }, log, cleanups);
     console.log(`\n${embeddedText(embedded)}`);
     doc = spliceSection(doc, embeddedMarkdown(embedded, when()), EMBEDDED_START, EMBEDDED_END);
+  }
+  if (PARTS.has("payload")) {
+    const payload = await benchPayloadMemory(log);
+    console.log(`\n${payloadText(payload)}`);
+    doc = spliceSection(doc, payloadMarkdown(payload, when()), PAYLOAD_START, PAYLOAD_END);
   }
   if (OUT !== "-") {
     writeFileSync(OUT, doc);

@@ -21,10 +21,10 @@
  *   http422      HTTP with a valid key and an empty body: + key verification + body read + zod
  */
 import type pg from "pg";
-import { claimEvent, claimEvents, claimStatement, claimStatementParams } from "../lib/claims/claim";
-import { verifyApiKey } from "../lib/auth/api-keys";
-import { prisma } from "../lib/db/client";
-import type { ClaimResult } from "../lib/claims/schema";
+import { claimEvent, claimEvents, claimStatement, claimStatementParams } from "@/lib/claims/claim";
+import { verifyApiKey } from "@/lib/auth/api-keys";
+import { prisma } from "@/lib/db/client";
+import type { ClaimResult } from "@/lib/claims/schema";
 import type { Op } from "./drive";
 import type { JsonResponse } from "./http-client";
 

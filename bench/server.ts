@@ -4,7 +4,7 @@
  * more than once; a synchronous kill on process exit covers the paths that never reach it.
  */
 import { spawn, type ChildProcess } from "node:child_process";
-import { buildIfNeeded } from "../lib/server/build";
+import { buildIfNeeded } from "@/lib/server/build";
 import net from "node:net";
 import path from "node:path";
 
@@ -108,6 +108,6 @@ async function launch(args: string[], database: Record<string, string | undefine
   } catch (err) {
     await stop();
     if (err instanceof ExitedEarly) throw err;
-    throw new Error(`${(err as Error).message}; server output:\n${log.join("\n")}`);
+    throw new Error(`${(err as Error).message}; server output:\n${log.join("\n")}`, { cause: err });
   }
 }
