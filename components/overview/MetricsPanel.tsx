@@ -7,20 +7,23 @@ import { EmptyState } from "@/components/ui/EmptyState";
 import { QueryView } from "@/components/ui/QueryView";
 import { formatClockTime } from "@/components/ui/format";
 import { METRICS_REFRESH_MS, metricsQuery, overviewQuery } from "./queries";
+import { SOURCE_ROWS_SHOWN } from "@/lib/overview/source-rows";
 import { sourceNamesQuery } from "@/components/sources/queries";
 import { backlogNow } from "./figures";
 import type { MetricsRange } from "@/lib/metrics/schema";
 import { formatStep } from "./chart-data";
 import { MetricsCharts, MetricsChartsSkeleton } from "./MetricsCharts";
 import { RangePicker } from "./RangePicker";
+import { SourcePicker } from "./SourcePicker";
 import styles from "./overview.module.css";
 import textStyles from "@/components/ui/text.module.css";
 
 /**
  * The Overview's trends: loads the metrics history of the chosen range (of every source, or of the one
  * picked in the source filter) and picks what to show. The backlog chart's "now" is the live figure the
- * "Expired, not pruned" card shows (the same overview read), not the last sample's. The source picker lists
- * every source: the names in that read, or past SOURCE_ROWS_SHOWN sources, those of GET /api/v1/source-names.
+ * "Expired, not pruned" card shows (the same overview read), not the last sample's. The source picker finds
+ * any source as you type: the names in that read, or past SOURCE_ROWS_SHOWN sources, those of GET
+ * /api/v1/source-names.
  */
 export function MetricsPanel({ range, source = null }: { range: MetricsRange; source?: string | null }) {
   const router = useRouter();
@@ -28,41 +31,27 @@ export function MetricsPanel({ range, source = null }: { range: MetricsRange; so
   const { data, isFetching, isPlaceholderData } = query;
   const overview = useQuery(overviewQuery());
   // The overview's rows name every source up to SOURCE_ROWS_SHOWN; past that, the picker reads every name
-  // (GET /api/v1/source-names, not on the 10 s refresh), showing the busiest until they arrive.
+  // (GET /api/v1/source-names, not on the 10 s refresh), and says so while they load. Should that read fail,
+  // it offers the busiest and says that they are not all.
   const partial = overview.data !== undefined && overview.data.sources.length < overview.data.totals.sources;
   const every = useQuery({ ...sourceNamesQuery(), enabled: partial });
-  const names = partial ? every.data?.names : undefined;
-  // The rows only while they are the list: thousands of options are built again when the names change, not on
-  // every refresh (react-query keeps `names` the same array while the answer is the same).
-  const rows = names ? null : overview.data?.sources;
-  const options = useMemo(() => {
-    const list = names ?? rows?.map((s) => s.source) ?? [];
-    return (source && !list.includes(source) ? [source, ...list] : list).map((s) => (
-      <option key={s} value={s}>
-        {s}
-      </option>
-    ));
-  }, [names, rows, source]);
+  const fallback = partial && every.isError && !every.data;
+  // Built again when the names change, not on every refresh (react-query keeps `names` the same array while
+  // the answer is the same; the rows only while they are the list).
+  const rows = partial && !fallback ? null : overview.data?.sources;
+  const pickable = useMemo(() => (partial && !fallback ? every.data?.names : rows?.map((s) => s.source)), [partial, fallback, every.data, rows]);
 
   return (
     <section className={styles.metrics} aria-label="Trends" aria-busy={isFetching}>
       <div className={styles.metricsHeader}>
         <h2 className={textStyles.sectionTitle}>Trends</h2>
         <RangePicker value={range} keep={{ source }} />
-        <label className="small">
-          <span className="visually-hidden">Source</span>
-          <select
-            className="input input--small"
-            aria-label="Source shown in the charts"
-            value={source ?? ""}
-            onChange={(e) =>
-              router.replace(`?range=${range}${e.target.value ? `&source=${encodeURIComponent(e.target.value)}` : ""}`, { scroll: false })
-            }
-          >
-            <option value="">All sources</option>
-            {options}
-          </select>
-        </label>
+        <SourcePicker
+          names={pickable}
+          incomplete={fallback ? `Only the ${SOURCE_ROWS_SHOWN} busiest are listed: the other names could not be loaded (${every.error instanceof Error ? every.error.message : "error"}). Retried every minute.` : undefined}
+          value={source}
+          onChange={(picked) => router.replace(`?range=${range}${picked ? `&source=${encodeURIComponent(picked)}` : ""}`, { scroll: false })}
+        />
         <span className="muted small">
           {isPlaceholderData
             ? "Loading…"

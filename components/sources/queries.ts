@@ -34,12 +34,13 @@ export function sourcesQuery() {
   });
 }
 
-/** Every source's name, by name (GET /api/v1/source-names): for pickers; re-read at most once a minute. */
+/** Every source's name, by name (GET /api/v1/source-names): for pickers; re-read once a minute while on screen. */
 export function sourceNamesQuery() {
   return queryOptions({
     queryKey: sourceKeys.names(),
     queryFn: ({ signal }) => apiParsed("/api/v1/source-names", sourceNamesSchema, "the server's source names do not match this console version", signal),
     staleTime: 60_000,
+    refetchInterval: 60_000,
     retry: retryUnlessClientError,
   });
 }
