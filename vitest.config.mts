@@ -16,6 +16,10 @@ export default defineConfig({
     environment: "node",
     testTimeout: 30_000,
     hookTimeout: 120_000,
+    // expect.poll waits for a condition that must come to hold (a page rendered, a row written); vitest's 1 s
+    // default is shorter than one server read on this loaded 2-core machine (the Overview picker's names read
+    // missed it in a CI run). A poll only ever waits longer for the same assertion.
+    expect: { poll: { timeout: 10_000 } },
     // Test files share one fresh database; each uses its own source names.
     fileParallelism: true,
     maxWorkers: 2,

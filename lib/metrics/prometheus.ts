@@ -7,7 +7,9 @@
  * metric_samples row (written by the sampler, lib/metrics/sampler.ts), never counted on scrape; prune runs,
  * replay items and pending dead letters are small grouped counts, all in one round trip. The health of each
  * unfinished replay (running or paused) is decided by the one pure function the API, the Overview and the
- * notifications use (lib/replay/health.ts replayHealth), from the same columns, read in that round trip.
+ * notifications use (lib/replay/health.ts replayHealth), from the same columns, read in that round trip; a
+ * finished replay's outcome by the SQL twin of the one that decides it (lib/replay/outcome.ts
+ * outcomeCondition), over the replays finished in the last 24 hours.
  *
  * Counters and the histogram are per process (they restart at 0, as Prometheus expects of counters);
  * scrape every instance. Inlet lag (lib/inlets: AMQP, BullMQ, NATS) is what the consumers last reported on
@@ -34,6 +36,7 @@ import { countClaimResponse, opsCounters } from "./ops-counters";
 import { jobStatuses, wedgedReason } from "@/lib/jobs/registry";
 import { OUTCOMES as ITEM_OUTCOMES } from "@/lib/replay/schema";
 import { HEALTH_STATES, replayHealth } from "@/lib/replay/health";
+import { outcomeCondition, REPLAY_OUTCOMES } from "@/lib/replay/outcome";
 
 type Metrics = {
   registry: Registry;
@@ -48,6 +51,7 @@ type Metrics = {
   pruneRows: Gauge<"outcome">;
   replayItems: Gauge<"outcome">;
   replaysRunning: Gauge<"source" | "health">;
+  replaysFinished: Gauge<"source" | "outcome">;
   deadLetters: Gauge<"source">;
   unidentified: Gauge<"source">;
   inletLagMessages: Gauge<"source" | "kind" | "inlet">;
@@ -127,6 +131,12 @@ function create(): Metrics {
       name: "keyward_replays_running",
       help: "Unfinished replays (running or paused) by source and health (lib/replay/health.ts): ok, failing (its last attempts all failed: the destination refuses or does not answer), stalled (running, and no result recorded for too long: no worker drives it, or deliveries hang). 0 for every source and health with none.",
       labelNames: ["source", "health"],
+      registers,
+    }),
+    replaysFinished: new Gauge({
+      name: "keyward_replay_last_finished_timestamp_seconds",
+      help: "When the newest replay of the source that ended with this outcome (lib/replay/outcome.ts: succeeded, partial, failed, cancelled) finished, Unix seconds; only outcomes some replay of the source ended with in the last 24 hours.",
+      labelNames: ["source", "outcome"],
       registers,
     }),
     deadLetters: new Gauge({ name: "keyward_dead_letters_pending", help: "Dead letters waiting for a replay, by source.", labelNames: ["source"], registers }),
@@ -281,6 +291,7 @@ const DbFigures = z.object({
       next_attempt_at: z.string().nullable(),
     }),
   ),
+  finished_replays: z.array(z.object({ source: z.string(), outcome: z.enum(REPLAY_OUTCOMES), at: z.number() })),
   db_now: z.date(),
   dead: z.array(z.object({ source: z.string(), n: z.number(), oldest_age: z.number() })),
   late: z.array(z.object({ source: z.string(), n: z.number() })),
@@ -308,6 +319,14 @@ SELECT
      SELECT source, status, rate_per_second, running_since, last_settled_at, consecutive_failures, last_error, last_error_at,
             (SELECT min(next_attempt_at) FROM replay_items i WHERE i.replay_id = r.id AND i.outcome = 'pending' AND i.attempts > 0) AS next_attempt_at
      FROM replays r WHERE status IN ('running', 'paused')) u) AS running_replays,
+  (SELECT coalesce(json_agg(f), '[]') FROM (
+     SELECT source, outcome, extract(epoch FROM max(finished_at))::float8 AS at FROM (
+       SELECT r.source, r.finished_at,
+              CASE ${REPLAY_OUTCOMES.map((o) => `WHEN ${outcomeCondition(o, "d.n")} THEN '${o}'`).join(" ")} END AS outcome
+       FROM replays r
+       CROSS JOIN LATERAL (SELECT count(*) AS n FROM replay_items i WHERE i.replay_id = r.id AND i.outcome = 'delivered') d
+       WHERE r.status IN ('completed', 'cancelled') AND r.finished_at > now() - interval '24 hours') x
+     WHERE outcome IS NOT NULL GROUP BY 1, 2) f) AS finished_replays,
   now() AS db_now,
   (SELECT coalesce(json_agg(d), '[]') FROM (
      SELECT source, count(*) AS n, extract(epoch FROM now() - min(received_at))::float8 AS oldest_age
@@ -331,7 +350,7 @@ export async function renderMetrics(): Promise<{ text: string; contentType: stri
   }
 
   for (const g of [
-    m.tableBytes, m.tableRows, m.backlog, m.backlogCapped, m.sampleTime, m.pruneRuns, m.pruneRows, m.replayItems, m.replaysRunning, m.deadLetters,
+    m.tableBytes, m.tableRows, m.backlog, m.backlogCapped, m.sampleTime, m.pruneRuns, m.pruneRows, m.replayItems, m.replaysRunning, m.replaysFinished, m.deadLetters,
     m.unidentified, m.inletLagMessages, m.inletLagSeconds, m.inletUp, m.redisUp, m.pruneFailures, m.pruneLastSuccess,
     m.deadLetterAge, m.keysAtRisk, m.lateDuplicates, m.jobLastSuccess, m.jobWedged,
   ]) g.reset();
@@ -377,6 +396,7 @@ export async function renderMetrics(): Promise<{ text: string; contentType: stri
     );
     m.replaysRunning.inc({ source: r.source, health: state }, 1);
   }
+  for (const f of db.finished_replays) m.replaysFinished.set({ source: f.source, outcome: f.outcome }, f.at);
   for (const d of db.dead) {
     m.deadLetters.set({ source: d.source }, Number(d.n));
     m.deadLetterAge.set({ source: d.source }, d.oldest_age);

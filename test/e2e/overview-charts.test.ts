@@ -208,6 +208,9 @@ describe("the Overview's per-source table with more sources than it shows", () =
 });
 
 describe("the charts' source picker with more sources than it lists", () => {
+  // expect.poll's default is 1 s; the names' read took longer in a CI run on the loaded 2-core machine.
+  const WAIT = { timeout: 20_000 };
+
   it("finds a source by part of its name in any case, picks it by keyboard, puts the choice back when left, and clears it", async () => {
     const prefix = uniq("pick");
     await sql(
@@ -228,14 +231,14 @@ describe("the charts' source picker with more sources than it lists", () => {
 
     // Opened empty: "All sources" (the current choice) and the first 50 names, and how many more there are.
     await picker.click();
-    await expect.poll(() => note.innerText()).toBe(`${total - 50} more sources: type part of a name to find one.`);
+    await expect.poll(() => note.innerText(), WAIT).toBe(`${total - 50} more sources: type part of a name to find one.`);
     expect(await options.count()).toBe(51);
     expect(await options.first().innerText()).toBe("All sources");
     expect(await options.first().getAttribute("aria-selected")).toBe("true");
 
     // Part of a name, in another case: that source alone; Enter picks it, and the charts show it.
     await picker.fill("ZETA-SPEC");
-    await expect.poll(() => options.allInnerTexts()).toEqual([`${prefix}-zeta-special`]);
+    await expect.poll(() => options.allInnerTexts(), WAIT).toEqual([`${prefix}-zeta-special`]);
     await picker.press("Enter");
     await page.waitForURL(new RegExp(`[?&]source=${prefix}-zeta-special`));
     await expect.poll(() => page.getByRole("region", { name: "Trends" }).innerText(), { timeout: 20_000 }).toContain(`Showing ${prefix}-zeta-special`);
@@ -244,31 +247,33 @@ describe("the charts' source picker with more sources than it lists", () => {
 
     // Typed, then left with Tab: nothing is picked, and the field reads the choice again.
     await picker.fill(`${prefix}-alpha-0`);
-    await expect.poll(() => options.count()).toBe(9);
+    await expect.poll(() => options.count(), WAIT).toBe(9);
     await picker.press("Tab");
-    expect(await picker.inputValue()).toBe(`${prefix}-zeta-special`);
+    await expect.poll(() => picker.inputValue(), WAIT).toBe(`${prefix}-zeta-special`);
     expect(new URL(page.url()).searchParams.get("source")).toBe(`${prefix}-zeta-special`);
 
     // Arrow keys move through the matches; 21 of them, 50 at most shown: all 21.
     await picker.fill(`${prefix}-ALPHA-`);
-    await expect.poll(() => options.count()).toBe(50);
+    await expect.poll(() => options.count(), WAIT).toBe(50);
     expect(await note.innerText()).toBe("20 more match: type part of a name to find one.");
     await picker.press("ArrowDown");
     await picker.press("ArrowDown");
     await picker.press("Enter");
     await page.waitForURL(new RegExp(`[?&]source=${prefix}-alpha-03`));
+    // The charts follow (the page re-renders with the new choice) before the next keystroke.
+    await expect.poll(() => page.getByRole("region", { name: "Trends" }).innerText(), { timeout: 20_000 }).toContain(`Showing ${prefix}-alpha-03`);
 
     // Nothing matches: said so; Escape puts the choice back.
     await picker.fill("no-such-source-at-all");
-    await expect.poll(() => note.innerText()).toBe("No source name contains “no-such-source-at-all”.");
+    await expect.poll(() => note.innerText(), WAIT).toBe("No source name contains “no-such-source-at-all”.");
     expect(await options.count()).toBe(0);
     await picker.press("Escape");
-    expect(await picker.inputValue()).toBe(`${prefix}-alpha-03`);
+    await expect.poll(() => picker.inputValue(), WAIT).toBe(`${prefix}-alpha-03`);
 
     // The clear button goes back to every source.
     await page.getByRole("button", { name: "Show all sources" }).click();
     await page.waitForURL((url) => !url.searchParams.has("source"));
-    expect(await picker.inputValue()).toBe("");
+    await expect.poll(() => picker.inputValue(), WAIT).toBe("");
     expect(await picker.getAttribute("placeholder")).toBe("All sources");
 
     // At phone width the open list stays on the screen.

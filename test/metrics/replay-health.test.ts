@@ -38,15 +38,32 @@ async function replaysRunning(source: string): Promise<Record<string, number>> {
   return Object.fromEntries(family.metrics.filter((m) => m.labels?.source === source).map((m) => [m.labels!.health, Number(m.value)]));
 }
 
+/** keyward_replay_last_finished_timestamp_seconds of one source, by outcome. */
+async function lastFinished(source: string): Promise<Record<string, number>> {
+  const families = parsePrometheusTextFormat((await renderMetrics()).text) as Family[];
+  const family = families.find((f) => f.name === "keyward_replay_last_finished_timestamp_seconds");
+  return Object.fromEntries((family?.metrics ?? []).filter((m) => m.labels?.source === source).map((m) => [m.labels!.outcome, Number(m.value)]));
+}
+
+/** When the replay finished, Unix seconds, by the database. */
+async function finishedAt(replayId: string): Promise<number> {
+  const [{ at }] = await sql<{ at: number }>("SELECT extract(epoch FROM finished_at)::float8 AS at FROM replays WHERE id = $1", [replayId]);
+  return at;
+}
+
 /** A source replaying `n` dead letters to a receiver with these knobs, driven by a worker of this file (or by none). */
-async function replay(n: number, rx: Partial<ReceiverOptions>, o: { worker?: boolean } = {}) {
+async function replay(n: number, rx: Partial<ReceiverOptions>, o: { worker?: boolean; retry?: { maxAttempts: number } } = {}) {
   const source = await makeSource();
   const receiver = await startReceiver({ keywardUrl: claimApi.url(), apiKey: claimsKey, source, ...rx });
   receivers.push(receiver);
   receiver.setSecret(await readyForReplay(source, receiver.url));
   await seedDeadLetters(source, Array.from({ length: n }, (_, i) => `evt-${i}-${uniq()}`));
   const pf = await createPreflight({ source }, ACTOR);
-  const { replayId } = await startReplay({ preflightId: pf.preflightId, include: ["never_processed"], ratePerSecond: 50, concurrency: 4 }, uniq("k"), ACTOR);
+  const { replayId } = await startReplay(
+    { preflightId: pf.preflightId, include: ["never_processed"], ratePerSecond: 50, concurrency: 4, retry: o.retry },
+    uniq("k"),
+    ACTOR,
+  );
   if (o.worker !== false) {
     workers.push(startReplayWorker({ pollMs: 50, leaseSeconds: 5, timeoutMs: 5000, log: () => {}, sources: () => [source] }));
   }
@@ -87,5 +104,41 @@ describe("keyward_replays_running", { timeout: 120_000 }, () => {
     await changeReplay(replayId, "resume", ACTOR);
     expect(await replaysRunning(source)).toEqual({ ok: 1, failing: 0, stalled: 0 });
     await changeReplay(replayId, "cancel", ACTOR);
+  });
+});
+
+describe("keyward_replay_last_finished_timestamp_seconds", { timeout: 120_000 }, () => {
+  it("a replay whose every delivery failed reads failed at its finish time; one that delivered all, succeeded; a cancelled one, cancelled", async () => {
+    const failed = await replay(3, { failureRate: 1, failStatus: 500, failBody: "database is down" }, { retry: { maxAttempts: 1 } });
+    await expect.poll(async () => (await getReplay(failed.replayId)).outcome, { timeout: 60_000, interval: 100 }).toBe("failed");
+    expect(await lastFinished(failed.source)).toEqual({ failed: await finishedAt(failed.replayId) });
+
+    const delivered = await replay(3, {});
+    await expect.poll(async () => (await getReplay(delivered.replayId)).outcome, { timeout: 60_000, interval: 100 }).toBe("succeeded");
+    expect(await lastFinished(delivered.source)).toEqual({ succeeded: await finishedAt(delivered.replayId) });
+
+    const cancelled = await replay(2, {}, { worker: false });
+    expect(await lastFinished(cancelled.source)).toEqual({});
+    await changeReplay(cancelled.replayId, "cancel", ACTOR);
+    expect(await lastFinished(cancelled.source)).toEqual({ cancelled: await finishedAt(cancelled.replayId) });
+  });
+
+  it("the newest of a source's finished replays counts for each outcome, and only those of the last 24 hours", async () => {
+    const first = await replay(2, { failureRate: 1, failStatus: 503 }, { retry: { maxAttempts: 1 } });
+    await expect.poll(async () => (await getReplay(first.replayId)).outcome, { timeout: 60_000, interval: 100 }).toBe("failed");
+    // A second failed replay of the same source, finished an hour earlier: the newer one counts.
+    await seedDeadLetters(first.source, [`evt-late-${uniq()}`]);
+    const pf = await createPreflight({ source: first.source }, ACTOR);
+    const { replayId: second } = await startReplay(
+      { preflightId: pf.preflightId, include: ["never_processed"], ratePerSecond: 50, concurrency: 1, retry: { maxAttempts: 1 } },
+      uniq("k"),
+      ACTOR,
+    );
+    await expect.poll(async () => (await getReplay(second)).outcome, { timeout: 60_000, interval: 100 }).toBe("failed");
+    await sql("UPDATE replays SET finished_at = finished_at - interval '1 hour' WHERE id = $1", [second]);
+    expect(await lastFinished(first.source)).toEqual({ failed: await finishedAt(first.replayId) });
+    // Both finished over a day ago: no series for the source any more (the alert's hour is long past).
+    await sql("UPDATE replays SET finished_at = now() - interval '25 hours' WHERE id = ANY($1::uuid[])", [[first.replayId, second]]);
+    expect(await lastFinished(first.source)).toEqual({});
   });
 });
