@@ -54,11 +54,13 @@ export function SourcePicker({
     onSelectedItemChange: ({ selectedItem }) => onChange(selectedItem ? selectedItem : null),
     stateReducer: keepChoiceOnBlur,
   });
-  // Opened near the bottom of the window (the Trends header sits below the table), the list scrolls into view.
+  // Opened near the bottom of the window (the Trends header sits below the table), the list scrolls into view,
+  // and again when it grows (the names arrive, or a failed read's note appears).
   const popup = useRef<HTMLDivElement>(null);
+  const loaded = names !== undefined;
   useEffect(() => {
     if (isOpen) popup.current?.scrollIntoView({ block: "nearest" });
-  }, [isOpen]);
+  }, [isOpen, loaded, incomplete]);
   return (
     <div className={styles.picker}>
       <input
