@@ -129,8 +129,10 @@ describe("the console in Chromium", () => {
     await signIn(page, username);
     const nav = page.getByRole("navigation", { name: "Console" });
     expect(await nav.getByRole("link", { name: "Users" }).count()).toBe(0);
-    await nav.getByRole("link", { name: "Activity" }).click();
-    await page.waitForURL(e2e.baseUrl + "/activity");
+    // A click on a link waits for the navigation it starts; the server answered it in over 30 s once, in a CI run
+    // on the loaded 2-core machine.
+    await nav.getByRole("link", { name: "Activity" }).click({ timeout: 60_000 });
+    await page.waitForURL(e2e.baseUrl + "/activity", { timeout: 60_000 });
 
     await page.getByLabel("Actor", { exact: true }).fill(`user:${username}`);
     await page.getByRole("button", { name: "Filter", exact: true }).click();
@@ -145,7 +147,7 @@ describe("the console in Chromium", () => {
     await page.goto(e2e.baseUrl + "/");
     await page.waitForURL(e2e.baseUrl + "/sign-in");
     expect(errors).toEqual([]);
-  }, BROWSER_TEST_MS);
+  }, 2 * BROWSER_TEST_MS);
 
   it("lets an admin create an API key, shown once, that works at once and is refused once revoked", async () => {
     const admin = await makeUser("admin");
@@ -214,11 +216,12 @@ describe("the console in Chromium", () => {
     // What their page asks the server from here on, and what it hears: said when the redirect does not come.
     const polls: string[] = [];
     const started = Date.now();
+    const elapsed = () => `${((Date.now() - started) / 1000).toFixed(1)} s`;
     other.page.on("response", (res) => {
       const url = new URL(res.url());
-      if (url.pathname.startsWith("/api/")) polls.push(`+${((Date.now() - started) / 1000).toFixed(1)} s ${res.status()} ${url.pathname}`);
+      if (url.pathname.startsWith("/api/")) polls.push(`+${elapsed()} ${res.status()} ${url.pathname}`);
     });
-    other.page.on("requestfailed", (req) => polls.push(`+${((Date.now() - started) / 1000).toFixed(1)} s failed ${new URL(req.url()).pathname}: ${req.failure()?.errorText}`));
+    other.page.on("requestfailed", (req) => polls.push(`+${elapsed()} failed ${new URL(req.url()).pathname}: ${req.failure()?.errorText}`));
 
     await row.getByRole("button", { name: `Disable ${username}` }).click();
     await row.getByRole("button", { name: "Disable", exact: true }).click();
@@ -228,7 +231,7 @@ describe("the console in Chromium", () => {
     // A poll already in flight delays the next one (react-query starts none while one runs), and an Overview read
     // of the shared test database can take seconds on a loaded 2-core machine: hence 60 s, not 10.
     await other.page.waitForURL(e2e.baseUrl + "/sign-in?next=%2F%3Frange%3D24h", { timeout: 60_000 }).catch((e: unknown) => {
-      throw new Error(`no sign-in page ${((Date.now() - started) / 1000).toFixed(1)} s after the page opened; its API responses:\n${polls.join("\n")}`, { cause: e });
+      throw new Error(`no sign-in page ${elapsed()} after the page opened; its API responses:\n${polls.join("\n")}`, { cause: e });
     });
     expect(errors).toEqual([]);
     // Chromium logs the refused poll itself (the 401) as a console error; nothing else may appear.
