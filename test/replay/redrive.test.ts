@@ -291,7 +291,11 @@ describe("re-drive", { timeout: 240_000 }, () => {
   });
 
   it("SIGKILL of the server mid-replay, then a restart on the same database: the replay finishes, nothing lost or doubled", async () => {
-    const s = await setupSource({ latencyMs: 10 });
+    // The receiver claims through the server this test kills: a claim it sent just before the kill may have
+    // committed with its answer lost. It resends that claim (same attemptId) until the restarted server
+    // answers, as a handler must (docs/reliability.md); one that gave up would leave the event's key claimed
+    // and never processed, and every redelivery would read `duplicate`.
+    const s = await setupSource({ latencyMs: 10, claimRetryMs: 180_000 });
     const events = ids(80);
     await deadLetter(s.source, events);
     const pf = await preflight(s.source);
@@ -311,6 +315,7 @@ describe("re-drive", { timeout: 240_000 }, () => {
     const r = await waitForReplay(id, finished, 180_000);
     expect(r.status).toBe("completed");
     expect(r.counts).toMatchObject({ delivered: 80, failed: 0, pending: 0, delivering: 0, cancelled: 0 });
+    await s.receiver.idle(); // a claim resent from before the kill may still be on its way
     for (const e of events) expect(s.receiver.timesProcessed(e), e).toBe(1);
     expect(s.receiver.processedTwice()).toEqual([]);
     expect(s.receiver.totalProcessed).toBe(80);

@@ -15,9 +15,16 @@
  * Knobs: `failureRate` (0..1, decided by a seeded random so a run is reproducible; `failStatus` and
  * `failBody` say what such a failure answers), `hang` (never answer), `latencyMs` (added
  * before the claim), `leaseSeconds` (claim with a lease and complete it after processing, as a handler
- * with real work would; without it the claim is done at once: one round trip per event).
+ * with real work would; without it the claim is done at once: one round trip per event), `claimRetryMs`
+ * (resend a claim whose answer was lost, as docs/reliability.md's attemptId contract says a handler must).
+ *
+ * Every claim carries an attemptId, fresh per delivery. A claim answered by nothing (the connection
+ * failed) or by 502/503/504 may still have committed; without `claimRetryMs` the receiver answers 503 at
+ * once, and a lease-less key that did commit then reads `duplicate` to every redelivery: the event is never
+ * processed. With it, the receiver resends the same claim until it gets an answer, and the attempt that made
+ * the key is answered `claimed` again.
  */
-import { createHash, createHmac, timingSafeEqual } from "node:crypto";
+import { createHash, createHmac, randomUUID, timingSafeEqual } from "node:crypto";
 import http from "node:http";
 import type { AddressInfo } from "node:net";
 import { Webhook } from "standardwebhooks";
@@ -48,6 +55,11 @@ export type ReceiverOptions = {
   failBody?: string;
   /** Never answer a verified request (it hangs until the client gives up or the receiver stops). */
   hang?: boolean;
+  /**
+   * Resend a claim that failed ambiguously (no answer, or 502/503/504) with the same attemptId for up to this
+   * many milliseconds (default 0: answer 503 at once). For a test that kills Keyward under the receiver.
+   */
+  claimRetryMs?: number;
 };
 
 export type ReceiverCounts = {
@@ -132,6 +144,8 @@ export class Receiver {
     processed: {},
   };
   private readonly server: http.Server;
+  /** Requests being handled now (idle() waits for none). */
+  private active = 0;
   /** performance.now() of each request's arrival (the bench derives the delivery rate from it). */
   readonly arrivals: number[] = [];
   /** Every request as received, in arrival order. */
@@ -141,10 +155,13 @@ export class Receiver {
     this.secret = o.secret;
     this.random = seededRandom(o.seed ?? 1);
     this.server = http.createServer((req, res) => {
-      void this.handle(req, res).catch((err: Error) => {
-        if (!res.headersSent) res.writeHead(500, { "content-type": "text/plain" });
-        res.end(`receiver error: ${err.message}`);
-      });
+      this.active += 1;
+      void this.handle(req, res)
+        .catch((err: Error) => {
+          if (!res.headersSent) res.writeHead(500, { "content-type": "text/plain" });
+          res.end(`receiver error: ${err.message}`);
+        })
+        .finally(() => (this.active -= 1));
     });
     // Longer than a client's idle keep-alive (undici: 4 s), so a client never reuses a socket we are closing.
     this.server.keepAliveTimeout = 60_000;
@@ -189,6 +206,18 @@ export class Receiver {
   /** Processings in total (an event processed twice counts twice). */
   get totalProcessed(): number {
     return Object.values(this.counts.processed).reduce((a, b) => a + b, 0);
+  }
+
+  /**
+   * Resolves once no request is being handled (a claim still being resent counts), so a test reads final
+   * counts; hanging requests (`hang`) never finish: don't wait on a hanging receiver.
+   */
+  async idle(timeoutMs = 60_000): Promise<void> {
+    const deadline = Date.now() + timeoutMs;
+    while (this.active > 0) {
+      if (Date.now() > deadline) throw new Error(`receiver: ${this.active} request(s) still running after ${timeoutMs} ms`);
+      await new Promise((r) => setTimeout(r, 25));
+    }
   }
 
   /** Event ids processed more than once. */
@@ -253,12 +282,13 @@ export class Receiver {
     const original = req.headers["keyward-event-id"];
     const eventId = typeof original === "string" ? decodeURIComponent(original) : headers["webhook-id"];
     const type = (parsed as { type?: unknown } | null)?.type;
-    const claim = await this.keyward("/api/v1/claims", {
+    const claim = await this.claim({
       source: this.o.source,
       eventId,
       eventType: typeof type === "string" && type ? type.slice(0, 128) : (this.o.eventType ?? "replayed"),
       ...(this.o.payloadHash ? { payloadHash: createHash("sha256").update(raw).digest("hex") } : {}),
       ...(this.o.leaseSeconds ? { leaseSeconds: this.o.leaseSeconds } : {}),
+      attemptId: randomUUID(),
     });
     const outcome = (claim.body as { outcome?: string } | null)?.outcome;
     if (claim.status === 201 && outcome === "claimed") {
@@ -288,6 +318,17 @@ export class Receiver {
     }
     this.counts.claimErrors += 1;
     return reply(res, 503, { error: `claim failed: ${claim.status}` });
+  }
+
+  /** One claim, resent unchanged (the same attemptId) after an ambiguous failure while `claimRetryMs` allows. */
+  private async claim(body: Record<string, unknown>): Promise<{ status: number; body: unknown }> {
+    const deadline = Date.now() + (this.o.claimRetryMs ?? 0);
+    for (let delay = 100; ; delay = Math.min(delay * 2, 1000)) {
+      const answer = await this.keyward("/api/v1/claims", body);
+      const ambiguous = answer.status === 0 || answer.status === 502 || answer.status === 503 || answer.status === 504;
+      if (!ambiguous || Date.now() + delay > deadline) return answer;
+      await new Promise((r) => setTimeout(r, delay));
+    }
   }
 
   private async keyward(path: string, body: unknown): Promise<{ status: number; body: unknown }> {
