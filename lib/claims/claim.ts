@@ -69,8 +69,9 @@ upserted AS (
 ),
 joined AS (
   SELECT u.*, u.claim_token = i.token AS claimed_now,
-         -- the same attempt again (keyward_merge_claim left the key as that attempt made it)
-         u.claim_token <> i.token AND i.attempt_id IS NOT NULL AND u.attempt_id = i.attempt_id
+         -- the same attempt again (keyward_merge_claim left the key as that attempt made it); a key stored
+         -- without an attempt id is no repeat (with "=" it was NULL: 20261209000000_claim_repeat_without_attempt)
+         u.claim_token <> i.token AND i.attempt_id IS NOT NULL AND u.attempt_id IS NOT DISTINCT FROM i.attempt_id
            AND NOT (u.payload_hash IS NOT NULL AND i.payload_hash IS NOT NULL AND u.payload_hash <> i.payload_hash) AS is_repeat
   FROM upserted u JOIN input i USING (event_id)
 ),
@@ -121,8 +122,9 @@ WITH upserted AS (
 ),
 answered AS (
   SELECT u.*,
-         -- the same attempt again (keyward_merge_claim left the key as that attempt made it)
-         NOT u.claimed_now AND $8::text IS NOT NULL AND u.attempt_id = $8
+         -- the same attempt again (keyward_merge_claim left the key as that attempt made it); a key stored
+         -- without an attempt id is no repeat (with "=" it was NULL: 20261209000000_claim_repeat_without_attempt)
+         NOT u.claimed_now AND $8::text IS NOT NULL AND u.attempt_id IS NOT DISTINCT FROM $8
            AND NOT (u.payload_hash IS NOT NULL AND $4::text IS NOT NULL AND u.payload_hash <> $4) AS is_repeat
   FROM upserted u
 ),

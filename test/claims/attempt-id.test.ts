@@ -109,6 +109,31 @@ function contract(mode: "single" | "partition") {
     expect(r.claimToken).toBeUndefined();
   });
 
+  it(`${mode}: a key claimed without an attemptId, claimed with one: duplicate or in_flight, never a repeat (single and batch)`, async () => {
+    // The stored attempt id is NULL: the repeat test compared NULL with the new one and answered 500 (is_repeat NULL).
+    const source = await makeSource();
+    const [done, held] = [uniq("done"), uniq("held")];
+    expect((await claimEvent({ source, eventId: done, eventType: "t" })).outcome).toBe("claimed");
+    expect((await claimEvent({ source, eventId: held, eventType: "t", leaseSeconds: 300 })).outcome).toBe("claimed");
+
+    const one = await claimEvent({ source, eventId: done, eventType: "t", attemptId: "late-1" });
+    expect(one).toMatchObject({ outcome: "duplicate", duplicateCount: 1 });
+    expect(one.repeat).toBeUndefined();
+    expect(one.claimToken).toBeUndefined();
+    const busy = await claimEvent({ source, eventId: held, eventType: "t", attemptId: "late-2" });
+    expect(busy.outcome).toBe("in_flight");
+    expect(busy.claimToken).toBeUndefined();
+
+    const batch = await claimEvents({ source, attemptId: "late-3", events: [{ eventId: done, eventType: "t" }, { eventId: held, eventType: "t" }] });
+    expect(batch.map((r) => [r.outcome, r.repeat ?? false, r.claimToken ?? null])).toEqual([
+      ["duplicate", false, null],
+      ["in_flight", false, null],
+    ]);
+    // Nothing of the key changed hands: still no attempt id, the held lease still the first claim's.
+    expect(await keyRow(source, done)).toMatchObject({ attempt_id: null, status: "done", duplicate_count: 2 });
+    expect(await keyRow(source, held)).toMatchObject({ attempt_id: null, status: "processing" });
+  });
+
   it(`${mode}: batches: a batch-level attemptId covers every item, an item's own overrides it`, async () => {
     const source = await makeSource();
     const [a, b, c] = [uniq("a"), uniq("b"), uniq("c")];

@@ -1,9 +1,11 @@
 /**
  * test/setup/receiver.ts against a real Keyward server (its claim API) and real signed deliveries
  * (lib/replay/deliver.ts): signature checks, claim-based exactly-once processing, seeded failure
- * injection, leases, in-flight events and a failing claim API.
+ * injection, leases, in-flight events, a failing claim API, and a claim whose answer is lost after it committed.
  */
 import { randomBytes } from "node:crypto";
+import http from "node:http";
+import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { claimEvent } from "@/lib/claims/claim";
 import { deliverOnce } from "@/lib/replay/deliver";
@@ -122,4 +124,65 @@ describe("receiver", () => {
     expect(await deliver(r, secret, id)).toMatchObject({ ok: true });
     expect(r.timesProcessed(id)).toBe(1);
   });
+
+  it("a claim whose answer is lost after commit: given up, the event is never processed; resent (same attemptId), it is processed once", async () => {
+    // A front for Keyward that passes the first claim on (it commits), then cuts the connection instead of
+    // answering: the answer is lost after commit, as when Keyward is killed mid-request.
+    const front = await loseFirstClaimAnswer(baseUrl);
+    try {
+      const gaveUp = await receiver({ keywardUrl: front.url });
+      const lost = uniq("evt");
+      expect(await deliver(gaveUp.r, gaveUp.secret, lost)).toMatchObject({ ok: false, status: 503 });
+      expect(await keyRow(gaveUp.source, lost)).toMatchObject({ status: "done" }); // it did commit
+      // Every redelivery now reads `duplicate`: the event is lost.
+      expect(await deliver(gaveUp.r, gaveUp.secret, lost)).toMatchObject({ ok: true, status: 200 });
+      expect(gaveUp.r.timesProcessed(lost)).toBe(0);
+
+      front.reset();
+      const resends = await receiver({ keywardUrl: front.url, claimRetryMs: 30_000 });
+      const id = uniq("evt");
+      expect(await deliver(resends.r, resends.secret, id)).toMatchObject({ ok: true, status: 200 });
+      expect(front.claims).toBe(2); // the lost one and its resend
+      expect(resends.r.timesProcessed(id)).toBe(1);
+      expect(await deliver(resends.r, resends.secret, id)).toMatchObject({ ok: true, status: 200 });
+      expect(resends.r.timesProcessed(id)).toBe(1);
+      expect(resends.r.snapshot()).toMatchObject({ duplicates: 1, claimErrors: 0 });
+      await resends.r.idle();
+    } finally {
+      await front.stop();
+    }
+  });
 });
+
+/** An HTTP front that forwards to `target`, except that it cuts the connection of the first claim after forwarding it. */
+async function loseFirstClaimAnswer(target: string) {
+  let claims = 0;
+  const server = http.createServer(async (req, res) => {
+    const chunks: Buffer[] = [];
+    for await (const c of req) chunks.push(c as Buffer);
+    const headers: Record<string, string> = {};
+    for (const [k, v] of Object.entries(req.headers)) if (typeof v === "string" && k !== "host" && k !== "content-length") headers[k] = v;
+    const answer = await fetch(target + req.url, { method: req.method, headers, body: Buffer.concat(chunks) });
+    const body = Buffer.from(await answer.arrayBuffer());
+    if (req.url === "/api/v1/claims" && ++claims === 1) {
+      req.socket.destroy();
+      return;
+    }
+    res.writeHead(answer.status, { "content-type": answer.headers.get("content-type") ?? "application/json" });
+    res.end(body);
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    get claims() {
+      return claims;
+    },
+    reset() {
+      claims = 0;
+    },
+    async stop() {
+      server.closeAllConnections();
+      await new Promise((resolve) => server.close(resolve));
+    },
+  };
+}
