@@ -97,6 +97,8 @@ describe("keyward start", () => {
     const source = await makeSource();
     await insertKeys(source, 500, "now() - interval '1 hour'");
     await insertKeys(source, 3, "now() + interval '1 hour'", "live");
+    // Runs before this server's (the tests above record some, with trigger 'schedule' too) are not its runs.
+    const [{ before }] = await sql<{ before: number }>("SELECT coalesce(max(id), 0)::int AS before FROM prune_runs");
     const port = await freePort();
     const server = await startKeyward(
       Object.assign(baseEnv(), {
@@ -110,9 +112,17 @@ describe("keyward start", () => {
     );
 
     await expect.poll(() => countKeys(source), { timeout: 20_000, interval: 200 }).toBe(3);
-    const [scheduled] = await sql<{ rows: number; actor: string }>(
-      "SELECT rows, actor FROM prune_runs WHERE trigger = 'schedule' AND rows > 0 ORDER BY id DESC LIMIT 1",
-    );
+    // A run's row is written when it starts and completed when it ends, just after its last batch commits:
+    // wait for the first of this server's runs that deleted something to be recorded as finished.
+    const firstRun = async () =>
+      (
+        await sql<{ rows: number; actor: string }>(
+          "SELECT rows, actor FROM prune_runs WHERE trigger = 'schedule' AND id > $1 AND finished_at IS NOT NULL AND rows > 0 ORDER BY id LIMIT 1",
+          [before],
+        )
+      )[0];
+    await expect.poll(firstRun, { timeout: 20_000, interval: 100 }).toBeDefined();
+    const scheduled = (await firstRun())!;
     expect(scheduled.rows).toBe(500);
     expect(scheduled.actor).toMatch(/^schedule@/);
 
