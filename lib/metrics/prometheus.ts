@@ -35,7 +35,7 @@ import { redisActive, redisConfigured, redisStats } from "@/lib/claims/redis";
 import { countClaimResponse, opsCounters } from "./ops-counters";
 import { jobStatuses, wedgedReason } from "@/lib/jobs/registry";
 import { OUTCOMES as ITEM_OUTCOMES } from "@/lib/replay/schema";
-import { HEALTH_STATES, replayHealth } from "@/lib/replay/health";
+import { dueAtSql, HEALTH_STATES, replayHealth } from "@/lib/replay/health";
 import { outcomeCondition, REPLAY_OUTCOMES } from "@/lib/replay/outcome";
 
 type Metrics = {
@@ -288,7 +288,7 @@ const DbFigures = z.object({
       consecutive_failures: z.number(),
       last_error: z.string().nullable(),
       last_error_at: z.string().nullable(),
-      next_attempt_at: z.string().nullable(),
+      due_at: z.string().nullable(),
     }),
   ),
   finished_replays: z.array(z.object({ source: z.string(), outcome: z.enum(REPLAY_OUTCOMES), at: z.number() })),
@@ -317,7 +317,7 @@ SELECT
   (SELECT coalesce(json_agg(r), '[]') FROM (SELECT outcome, count(*) AS n FROM replay_items GROUP BY 1) r) AS replay,
   (SELECT coalesce(json_agg(u), '[]') FROM (
      SELECT source, status, rate_per_second, running_since, last_settled_at, consecutive_failures, last_error, last_error_at,
-            (SELECT min(next_attempt_at) FROM replay_items i WHERE i.replay_id = r.id AND i.outcome = 'pending' AND i.attempts > 0) AS next_attempt_at
+            ${dueAtSql("r")}
      FROM replays r WHERE status IN ('running', 'paused')) u) AS running_replays,
   (SELECT coalesce(json_agg(f), '[]') FROM (
      SELECT source, outcome, extract(epoch FROM max(finished_at))::float8 AS at FROM (
@@ -389,7 +389,7 @@ export async function renderMetrics(): Promise<{ text: string; contentType: stri
         consecutiveFailures: r.consecutive_failures,
         lastError: r.last_error,
         lastErrorAt: date(r.last_error_at),
-        nextAttemptAt: date(r.next_attempt_at),
+        dueAt: date(r.due_at),
       },
       db.db_now,
       timeoutMs,

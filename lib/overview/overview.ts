@@ -22,7 +22,7 @@ import { query } from "@/lib/db/sql";
 import { readQuery } from "@/lib/db/read";
 import { getLatestSample } from "@/lib/metrics/history";
 import { loadEnv } from "@/lib/config/env";
-import { replayHealth } from "@/lib/replay/health";
+import { dueAtSql, replayHealth } from "@/lib/replay/health";
 import { REPLAY_OUTCOMES, replayOutcome, type ReplayOutcome } from "@/lib/replay/outcome";
 import { OUTCOMES } from "@/lib/replay/schema";
 import { INLET_KINDS, INLET_STATES } from "@/lib/inlets/schema";
@@ -113,7 +113,7 @@ const MAX_UNHEALTHY_LISTED = 10;
 /** Running replays with what their health is computed from (few rows: the replays_running_idx partial index). */
 const RUNNING_REPLAYS_SQL = `
 SELECT id, source, rate_per_second, running_since, last_settled_at, consecutive_failures, last_error, last_error_at, now() AS db_now,
-       (SELECT min(next_attempt_at) FROM replay_items i WHERE i.replay_id = replays.id AND i.outcome = 'pending' AND i.attempts > 0) AS next_attempt_at
+       ${dueAtSql("replays")}
 FROM replays WHERE status = 'running' ORDER BY created_at, id`;
 
 const RunningReplayRow = z.object({
@@ -125,7 +125,7 @@ const RunningReplayRow = z.object({
   consecutive_failures: z.number(),
   last_error: z.string().nullable(),
   last_error_at: z.date().nullable(),
-  next_attempt_at: z.date().nullable(),
+  due_at: z.date().nullable(),
   db_now: z.date(),
 });
 type RunningReplayRow = z.output<typeof RunningReplayRow>;
@@ -186,7 +186,7 @@ async function replayHealthCounts(db?: Db): Promise<Overview["replays"]> {
           consecutiveFailures: r.consecutive_failures,
           lastError: r.last_error,
           lastErrorAt: r.last_error_at,
-          nextAttemptAt: r.next_attempt_at,
+          dueAt: r.due_at,
         },
         r.db_now,
         timeoutMs,

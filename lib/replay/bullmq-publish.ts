@@ -149,7 +149,9 @@ export const sendBullmq: SendOne = async (item, destination, _headers, body, sig
   const bytes = Buffer.from(body.buffer, body.byteOffset, body.byteLength);
   let text: string;
   try {
-    text = new TextDecoder("utf-8", { fatal: true }).decode(bytes);
+    // ignoreBOM false, on purpose: a leading byte order mark is dropped, because the worker JSON.parses the job's
+    // data and JSON.parse refuses one. Every other byte is sent as stored.
+    text = new TextDecoder("utf-8", { fatal: true, ignoreBOM: false }).decode(bytes);
   } catch {
     return result(false, false, "the payload is not UTF-8 text, and a BullMQ job's data is JSON text");
   }

@@ -58,9 +58,20 @@ export type HealthInput = {
   consecutiveFailures: number;
   lastError: string | null;
   lastErrorAt: Date | null;
-  /** When its earliest item waiting for a retry (pending after a failed attempt) is next attempted (null or left out: none waits). */
-  nextAttemptAt?: Date | null;
+  /**
+   * When its earliest pending item is (or was) due: items never attempted are due from the start, one waiting
+   * for a retry at its next attempt (null or left out: none pending). Read with DUE_AT_SQL.
+   */
+  dueAt?: Date | null;
 };
+
+/**
+ * The `due_at` column replayHealth's `dueAt` comes from, for the `replays` row named `replay`: the earliest
+ * next attempt of any pending item (replay_items_pending_due_idx: one index entry). Not only the items waiting
+ * for a retry: one of those due in an hour must not hide the due items nobody sends.
+ */
+export const dueAtSql = (replay: string) =>
+  `(SELECT min(next_attempt_at) FROM replay_items i WHERE i.replay_id = ${replay}.id AND i.outcome = 'pending') AS due_at`;
 
 const seconds = (ms: number) => `${Math.round(ms / 1000)} s`;
 
@@ -74,8 +85,8 @@ export function replayHealth(r: HealthInput, now: Date, timeoutMs: number): Repl
   };
   if (r.status === "completed" || r.status === "cancelled") return { state: "finished", reason: null, ...base };
   // Waiting for a retry that is not due yet (the schedule may wait an hour) is no stall: the clock runs
-  // from when it became due.
-  const due = r.nextAttemptAt?.getTime() ?? 0;
+  // from when the earliest pending item became due.
+  const due = r.dueAt?.getTime() ?? 0;
   if (r.status === "running" && due <= now.getTime()) {
     const since = Math.max(r.runningSince.getTime(), r.lastSettledAt?.getTime() ?? 0, due);
     const idle = now.getTime() - since;

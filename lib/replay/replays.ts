@@ -17,7 +17,7 @@ import { actorOf, type Principal } from "@/lib/auth/principal";
 import { replayTarget } from "@/lib/sources/signing-secret";
 import { staleError } from "./preflight";
 import { wakeReplayWorkers } from "./wake";
-import { replayHealth } from "./health";
+import { dueAtSql, replayHealth } from "./health";
 import { outcomeCondition, replayOutcome, STATE_STATUSES } from "./outcome";
 import type { RetrySchedule } from "./backoff";
 import { loadEnv } from "@/lib/config/env";
@@ -257,6 +257,7 @@ const ReplayRow = z.object({
   retry_initial_ms: z.number(),
   retry_max_delay_ms: z.number(),
   next_attempt_at: z.date().nullable(),
+  due_at: z.date().nullable(),
   db_now: z.date(),
 });
 type ReplayRow = z.output<typeof ReplayRow>;
@@ -268,6 +269,7 @@ SELECT r.id, r.source, r.status, r.preflight_id, r.include, r.forced, r.force_re
        r.running_since, r.last_settled_at, r.consecutive_failures, r.last_error, r.last_error_at, now() AS db_now,
        r.retry_max_attempts, r.retry_initial_ms, r.retry_max_delay_ms,
        (SELECT min(next_attempt_at) FROM replay_items WHERE replay_id = r.id AND outcome = 'pending' AND attempts > 0) AS next_attempt_at,
+       ${dueAtSql("r")},
        (SELECT jsonb_object_agg(outcome, n) FROM (SELECT outcome, count(*)::int AS n FROM replay_items WHERE replay_id = r.id GROUP BY outcome) c) AS counts
 FROM replays r`;
 
@@ -299,7 +301,7 @@ function toSummary(r: ReplayRow): ReplaySummary {
         consecutiveFailures: r.consecutive_failures,
         lastError: r.last_error,
         lastErrorAt: r.last_error_at,
-        nextAttemptAt: r.next_attempt_at,
+        dueAt: r.due_at,
       },
       r.db_now,
       loadEnv().KEYWARD_REPLAY_TIMEOUT_MS,

@@ -98,10 +98,40 @@ describe("keyward_replays_running", { timeout: 120_000 }, () => {
               running_since = now() - interval '2 minutes' WHERE id = $1`,
       [replayId],
     );
+    // Its items were queued then too: due since.
+    await sql("UPDATE replay_items SET next_attempt_at = now() - interval '2 minutes' WHERE replay_id = $1", [replayId]);
     expect((await getReplay(replayId)).health.state).toBe("stalled");
     expect(await replaysRunning(source)).toEqual({ ok: 0, failing: 0, stalled: 1 });
     await changeReplay(replayId, "pause", ACTOR);
     await changeReplay(replayId, "resume", ACTOR);
+    expect(await replaysRunning(source)).toEqual({ ok: 1, failing: 0, stalled: 0 });
+    await changeReplay(replayId, "cancel", ACTOR);
+  });
+
+  it("one item waiting an hour for its retry does not hide the due items nobody sends: stalled in the API and /metrics", async () => {
+    const { source, replayId } = await replay(3, {}, { worker: false });
+    // Its worker died two minutes ago, after one item's first attempt failed (next attempt in an hour); the
+    // other two were never attempted: due since the start.
+    await sql(
+      `UPDATE replays SET worker = 'dead-worker', worker_lease_until = now() + interval '1 hour',
+              running_since = now() - interval '2 minutes' WHERE id = $1`,
+      [replayId],
+    );
+    // Its items were queued then too: due since.
+    await sql("UPDATE replay_items SET next_attempt_at = now() - interval '2 minutes' WHERE replay_id = $1", [replayId]);
+    await sql(
+      `UPDATE replay_items SET attempts = 1, next_attempt_at = now() + interval '1 hour'
+       WHERE (replay_id, dead_letter_id) = (SELECT replay_id, dead_letter_id FROM replay_items WHERE replay_id = $1 ORDER BY dead_letter_id LIMIT 1)`,
+      [replayId],
+    );
+    const r = await getReplay(replayId);
+    expect(r.nextAttemptAt).not.toBeNull(); // the waiting item's time is still what the console shows
+    expect(r.health.state).toBe("stalled");
+    expect(await replaysRunning(source)).toEqual({ ok: 0, failing: 0, stalled: 1 });
+
+    // With every pending item waiting for a retry not due yet, nothing is late: ok.
+    await sql("UPDATE replay_items SET attempts = 1, next_attempt_at = now() + interval '1 hour' WHERE replay_id = $1", [replayId]);
+    expect((await getReplay(replayId)).health.state).toBe("ok");
     expect(await replaysRunning(source)).toEqual({ ok: 1, failing: 0, stalled: 0 });
     await changeReplay(replayId, "cancel", ACTOR);
   });

@@ -158,6 +158,7 @@ describe("the evaluator against a local receiver", () => {
     const pf = await createPreflight({ source: replayed }, cliPrincipal());
     const { replayId } = await startReplay({ preflightId: pf.preflightId, include: ["never_processed"], ratePerSecond: 50, concurrency: 1 }, uniq("k"), cliPrincipal());
     await sql("UPDATE replays SET running_since = running_since - interval '5 minutes', created_at = created_at - interval '5 minutes' WHERE id = $1", [replayId]);
+    await sql("UPDATE replay_items SET next_attempt_at = next_attempt_at - interval '5 minutes' WHERE replay_id = $1", [replayId]);
 
     const first = await evaluateNotifications({ config });
     expect(first?.sent.map((s) => [s.kind, s.key, s.ok]).sort()).toEqual(

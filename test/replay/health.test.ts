@@ -59,9 +59,9 @@ describe("replayHealth (pure)", () => {
       expect(replayHealth(input({ status, lastSettledAt: ago(600 * S) }), now, 10_000).state).toBe("finished");
     }
     // Items waiting for a retry not due yet are no stall; once due, the clock runs from then.
-    expect(replayHealth(input({ lastSettledAt: ago(600 * S), nextAttemptAt: new Date(now.getTime() + 300 * S) }), now, 10_000).state).toBe("ok");
-    expect(replayHealth(input({ lastSettledAt: ago(600 * S), nextAttemptAt: ago(10 * S) }), now, 10_000).state).toBe("ok");
-    expect(replayHealth(input({ lastSettledAt: ago(600 * S), nextAttemptAt: ago(30 * S) }), now, 10_000).state).toBe("stalled");
+    expect(replayHealth(input({ lastSettledAt: ago(600 * S), dueAt: new Date(now.getTime() + 300 * S) }), now, 10_000).state).toBe("ok");
+    expect(replayHealth(input({ lastSettledAt: ago(600 * S), dueAt: ago(10 * S) }), now, 10_000).state).toBe("ok");
+    expect(replayHealth(input({ lastSettledAt: ago(600 * S), dueAt: ago(30 * S) }), now, 10_000).state).toBe("stalled");
   });
 
   it(`failing after ${FAILING_AFTER} consecutive failed attempts (running or paused), with the latest error; stalled wins`, () => {
@@ -206,6 +206,8 @@ describe("health of running replays", { timeout: 120_000 }, () => {
               running_since = now() - interval '2 minutes' WHERE id = $1`,
       [replayId],
     );
+    // Its items were queued then too: due since.
+    await sql("UPDATE replay_items SET next_attempt_at = now() - interval '2 minutes' WHERE replay_id = $1", [replayId]);
     const r = await getReplay(replayId);
     expect(r.health).toMatchObject({ state: "stalled", lastSettledAt: null, consecutiveFailures: 0 });
     expect(r.counts.pending).toBe(3);
