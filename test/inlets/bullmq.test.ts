@@ -148,6 +148,32 @@ describe("BullMQ inlet", () => {
     expect((await listInlets(source))[0].consumed).toBe(0); // the repeat is not counted
   });
 
+  it("takes a job that landed in the failed set behind one already taken (its worker's clock was behind), once", async () => {
+    const { q, source, inlet } = await setup();
+    q.startWorker();
+    await q.add("t", { n: 1 }, { jobId: "late-b" });
+    await q.waitForFailed(1);
+    const c = consume(inlet.id);
+    await stored(source, 1);
+    await eventually(async () => ((await redis.hget(`bull:${q.name}:late-b`, TAKEN_FIELD)) ? true : undefined), "late-b marked");
+    await c.stop();
+    // late-a failed after late-b was taken, but its worker scored it 2 s earlier than late-b.
+    await q.add("t", { n: 2 }, { jobId: "late-a" });
+    await q.waitForFailed(2);
+    const failed = `bull:${q.name}:failed`;
+    const earlier = Number(await redis.zscore(failed, "late-b")) - 2000;
+    await redis.zadd(failed, earlier, "late-a");
+    await redis.hset(`bull:${q.name}:late-a`, "finishedOn", String(earlier));
+    consume(inlet.id);
+    const rows = await stored(source, 2);
+    expect(rows.map((r) => r.event_id)).toEqual(["late-a", "late-b"]);
+    const mark = JSON.parse((await redis.hget(`bull:${q.name}:late-a`, TAKEN_FIELD))!);
+    expect(mark).toMatchObject({ inlet: inlet.id, finishedOn: earlier });
+    // Further passes take neither again.
+    await new Promise((r) => setTimeout(r, 1000));
+    expect((await letters(source)).map((r) => r.event_id)).toEqual(["late-a", "late-b"]);
+  });
+
   it("replays to BullMQ: the job re-added with its name and its data byte for byte, job id from the dead letter, once when retried", async () => {
     const { q, source, inlet } = await setup();
     q.startWorker();

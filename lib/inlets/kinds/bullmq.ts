@@ -13,6 +13,11 @@
  * before a crash between commit and mark is read again, skipped as a repeat (its identity: queue, id,
  * finishedOn, attempts), and marked. The lag is the number of failed jobs past the position.
  *
+ * A job's score is its worker's clock when it failed, so a job can land in the failed set after one scored
+ * later was taken (workers in parallel, a stalled event loop, clocks a little apart). Each pass therefore also
+ * looks LOOKBACK_MS behind the position and takes any job there that this inlet has not marked; only its mark
+ * is read for the rest (one pipelined HGET each). A job landing further behind than that is not taken.
+ *
  * Failed jobs stay in BullMQ (its removeOnFail policy decides when they go): keep them at least as long
  * as Keyward may be down, or a job removed before its pass is never taken.
  */
@@ -30,6 +35,8 @@ import type { Delivery, InletKindImpl, InletLink, LinkContext } from "./link";
 export const CONNECT_TIMEOUT_MS = 5000;
 export const TAKEN_FIELD = "keyward:taken";
 export const DEFAULT_EVENT_TYPE = "bullmq.job";
+/** How far behind its position (in failed-set score, ms) a pass looks for a job that landed late. */
+export const LOOKBACK_MS = 60_000;
 
 /** A Redis connection that fails fast and never reconnects by itself (the consumer reconnects with backoff). */
 export function redisClient(url: string, name: string): Redis {
@@ -199,6 +206,13 @@ export function parsePosition(text: string | null): { score: number; id: string 
 const after = (p: { score: number; id: string } | null, score: number, id: string) =>
   !p || score > p.score || (score === p.score && id > p.id);
 
+/** Whether a job's `keyward:taken` mark says this inlet took this failure (its finishedOn) already. */
+function takenHere(mark: string | null, inletId: string, finishedOn: number): boolean {
+  if (!mark) return false;
+  const taken = JSON.parse(mark) as { inlet?: string; finishedOn?: number };
+  return taken.inlet === inletId && taken.finishedOn === finishedOn;
+}
+
 export const bullmqKind: InletKindImpl = {
   async check({ url, queue, settings }) {
     const r = redisClient(url, "keyward check");
@@ -241,20 +255,32 @@ export const bullmqKind: InletKindImpl = {
       let offset = 0;
       const page = prefetch + 50;
       while (batch.length < prefetch) {
-        const raw = await r.zrangebyscore(k.failed, position?.score ?? "-inf", "+inf", "WITHSCORES", "LIMIT", offset, page);
+        const raw = await r.zrangebyscore(k.failed, position ? position.score - LOOKBACK_MS : "-inf", "+inf", "WITHSCORES", "LIMIT", offset, page);
         if (raw.length === 0) break;
+        // Behind the position, only a job this inlet has not marked is read whole (one that landed late).
+        const behind: number[] = [];
+        for (let i = 0; i < raw.length; i += 2) if (!after(position, Number(raw[i + 1]), raw[i])) behind.push(i);
+        const marks = new Map<number, string | null>();
+        if (behind.length > 0) {
+          const got = (await r.pipeline(behind.map((i) => ["hget", k.job(raw[i]), TAKEN_FIELD])).exec()) ?? [];
+          behind.forEach((i, n) => {
+            const [err, value] = got[n] ?? [null, null];
+            if (err) throw err;
+            marks.set(i, value as string | null);
+          });
+        }
         for (let i = 0; i < raw.length && batch.length < prefetch; i += 2) {
           const id = raw[i];
           const score = Number(raw[i + 1]);
-          if (!after(position, score, id)) continue;
+          const late = marks.has(i);
+          if (late && takenHere(marks.get(i) ?? null, inletId, score)) continue;
           const job = failedJobOf(id, score, await r.hgetallBuffer(k.job(id)));
           if (!job) {
-            batch.push({ job: { id, score } as FailedJob }); // removed meanwhile: only moves the position
+            if (!late) batch.push({ job: { id, score } as FailedJob }); // removed meanwhile: only moves the position
             continue;
           }
-          const taken = job.taken ? (JSON.parse(job.taken) as { inlet?: string; finishedOn?: number }) : null;
-          if (taken?.inlet === inletId && taken.finishedOn === job.finishedOn) {
-            batch.push({ job }); // taken before: only moves the position
+          if (takenHere(job.taken, inletId, job.finishedOn)) {
+            if (!late) batch.push({ job }); // taken before: only moves the position
             continue;
           }
           batch.push({ job, delivery: { letter: letterFromJob(job, ctx.config, ctx.from, ctx.maxPayloadBytes), handle: job } });
