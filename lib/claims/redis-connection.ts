@@ -31,7 +31,9 @@ export function parseRedisUrl(url: string): ParsedRedisUrl {
   const m = /^(rediss?)\+(sentinel|cluster):\/\/(?:([^@/]*)@)?([^/?]+)(?:\/([^?]*))?(?:\?(.*))?$/.exec(url);
   if (!m) return { topology: "standalone", url };
   const [, scheme, kind, auth, list, path, search] = m;
-  const [user, pass] = auth ? auth.split(":").map(decodeURIComponent) : [];
+  // user:password, split at the first colon only (a password may hold more, as in a plain redis:// URL)
+  const colon = auth ? auth.indexOf(":") : -1;
+  const [user, pass] = !auth ? [] : colon < 0 ? [decodeURIComponent(auth)] : [auth.slice(0, colon), auth.slice(colon + 1)].map(decodeURIComponent);
   const credentials = { username: user || undefined, password: pass || undefined, tls: scheme === "rediss" };
   if (kind === "cluster") return { topology: "cluster", nodes: hosts(list), ...credentials };
   const name = decodeURIComponent(path ?? "");

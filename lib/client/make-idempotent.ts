@@ -73,9 +73,16 @@ export function makeIdempotent<T, R, D = undefined>(
     }
     const lost = run.lost();
     if (lost) throw lost;
-    const saved = options.saveResult
-      ? { status: 200, headers: { "content-type": "application/json" }, body: value === undefined ? "" : JSON.stringify(value) }
-      : undefined;
+    let saved: { status: number; headers: Record<string, string>; body: string } | undefined;
+    if (options.saveResult) {
+      try {
+        saved = { status: 200, headers: { "content-type": "application/json" }, body: value === undefined ? "" : (JSON.stringify(value) ?? "") };
+      } catch (err) {
+        // Not JSON (a BigInt, a cycle): the work is done, so the run completes without a result (a
+        // duplicate then gets onDuplicate's value) rather than leaving its lease kept alive, never settled.
+        report(err, "result");
+      }
+    }
     const completion = await run.complete(saved);
     if (completion.kind === "lost") throw completion.error;
     if (completion.kind === "unconfirmed") report(completion.error, "complete");

@@ -122,7 +122,7 @@ export async function beginRun(options: RunOptions, event: { eventId: string; ev
   } catch (err) {
     if (!(err instanceof KeywardApiError)) throw err;
     if (err.retryable) return { kind: "unavailable", error: err };
-    return { kind: "refused", error: err, invalid: err.status === 422 && err.code !== "unknown_source" };
+    return { kind: "refused", error: err, invalid: refusedForTheEvent(err) };
   }
   const { eventId } = event;
   switch (claim.outcome) {
@@ -139,6 +139,17 @@ export async function beginRun(options: RunOptions, event: { eventId: string; ev
   const keeper = new LeaseKeeper(options, { source, eventId, claimToken: claim.claimToken! }, leaseSeconds, sentAt);
   const info: IdempotencyInfo = { source, eventId, claimToken: claim.claimToken!, claim, signal: keeper.signal };
   return { kind: "claimed", run: claimedRun(options, keeper, info) };
+}
+
+/**
+ * Whether Keyward refused the event itself (a 422 naming only its id or type): the sender's fault, answered
+ * 400. Any other refusal (a source name, a lease or a payload hash Keyward refuses, an unknown source, a
+ * refused key) is the service's configuration: 500, so the sender keeps the event and retries.
+ */
+function refusedForTheEvent(err: KeywardApiError): boolean {
+  if (err.status !== 422 || err.code !== "invalid_request") return false;
+  const fields = (err.details as { fields?: { field?: unknown }[] } | undefined)?.fields;
+  return Array.isArray(fields) && fields.length > 0 && fields.every((f) => f?.field === "eventId" || f?.field === "eventType");
 }
 
 function claimedRun(options: RunOptions, keeper: LeaseKeeper, info: IdempotencyInfo): ClaimedRun {

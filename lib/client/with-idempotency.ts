@@ -13,8 +13,8 @@
  *     → payload_mismatch: 409 (only with `payloadHash`).
  * Keyward unreachable (after the client's retries) → 503 + Retry-After: the sender delivers again later. An
  * event whose id, type or payload hash cannot be read (a malformed body) → 400 invalid_event, as does an id
- * Keyward refuses; the handler does not run. An unknown source or a refused API key → 500 (a configuration
- * fault: the sender keeps the event), logged.
+ * Keyward refuses; the handler does not run. An unknown source, a refused API key or any other field Keyward
+ * refuses (source name, lease) → 500 (a configuration fault: the sender keeps the event), logged.
  *
  * `eventId`, `eventType` and `payloadHash` read clones of the request, so the handler still gets the whole body.
  */
@@ -92,8 +92,9 @@ export function withIdempotency(handler: IdempotentHandler, options: WithIdempot
 
     let answer = response;
     let toSave: { status: number; headers: Record<string, string>; body: Uint8Array } | undefined;
-    if (options.saveResult) {
-      const body = new Uint8Array(await response.arrayBuffer());
+    // The body read fails (its stream errored, or the handler had read it): no result to save; the run still completes.
+    const body = options.saveResult ? await response.arrayBuffer().then((b) => new Uint8Array(b), (err: unknown) => (report(err, "result"), null)) : null;
+    if (body) {
       answer = new Response(NULL_BODY_STATUS.has(response.status) ? null : body, response);
       if (body.byteLength > (options.maxResultBytes ?? DEFAULT_MAX_RESULT_BYTES)) {
         report(new RangeError(`the response body (${body.byteLength} bytes) is larger than maxResultBytes: not saved`), "result");
@@ -144,7 +145,7 @@ export async function notClaimedResponse(
       });
     case "refused":
       if (begun.invalid) return errorResponse(400, "invalid_event", begun.error.message, { details: begun.error.details });
-      // An unknown source or a refused API key is a configuration fault: 500, so the sender keeps the event.
+      // An unknown source, a refused API key or field is a configuration fault: 500, so the sender keeps the event.
       console.error("[keyward] claim refused:", begun.error);
       return errorResponse(500, "internal_error", "internal error");
   }

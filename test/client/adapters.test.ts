@@ -300,6 +300,29 @@ describe("makeIdempotent around a RabbitMQ consumer", () => {
   });
 });
 
+describe("makeIdempotent with a result that is not JSON", () => {
+  it("completes the run without a result (reported), so the key is done and a duplicate gets onDuplicate's value", async () => {
+    const errors: [unknown, string][] = [];
+    let calls = 0;
+    const handle = makeIdempotent(async () => (calls++, { amount: 10n }), {
+      client,
+      source,
+      eventId: (id: string) => id,
+      saveResult: true,
+      leaseSeconds: 5,
+      onError: (err, phase) => errors.push([err, phase]),
+      onDuplicate: () => "seen",
+    });
+    const id = uniq("bigint");
+    expect(await handle(id)).toEqual({ amount: 10n });
+    expect(errors.map(([err, phase]) => [phase, (err as Error).name])).toEqual([["result", "TypeError"]]);
+    const state = await client.state({ source, eventId: id });
+    expect(state).toMatchObject({ status: "done" });
+    expect(await handle(id)).toBe("seen");
+    expect(calls).toBe(1);
+  });
+});
+
 describe("makeIdempotent around a BullMQ worker", () => {
   it("a job BullMQ retries after a failed attempt runs again; the same event added as another job is processed once; another payload is not retried", async () => {
     const u = new URL(REDIS_URL);

@@ -353,6 +353,19 @@ describe("issue 25's scenarios (lease 3 s)", () => {
     expect(runs).toBe(0);
   });
 
+  it("an event id Keyward refuses is the sender's 400; a source name or lease it refuses is a 500 the sender retries", async () => {
+    const { client } = await throughProxy();
+    let runs = 0;
+    const handler = async () => (runs++, new Response("ran"));
+    const tooLong = await send(endpoint(client, handler).wrapped, delivery("e".repeat(300)));
+    expect([tooLong.status, JSON.parse(tooLong.bytes.toString()).error.code]).toEqual([400, "invalid_event"]);
+    for (const extra of [{ source: "Not A Source Name!" }, { leaseSeconds: 0.5 }]) {
+      const r = await send(endpoint(client, handler, extra).wrapped, delivery(uniq("cfg")));
+      expect(r.status, JSON.stringify(extra)).toBe(500);
+    }
+    expect(runs).toBe(0);
+  });
+
   it("first claim without a payload hash, later ones with two different hashes: the first hash is kept, the other is a mismatch", async () => {
     const direct = createKeywardClient({ baseUrl: `http://127.0.0.1:${port}`, apiKey: key });
     const eventId = uniq("hash");
