@@ -80,6 +80,7 @@ import type { Cluster } from "ioredis";
 import pg from "pg";
 import { db as sharedDb } from "@/lib/db/client";
 import { execute, isUnavailable, query, toUnavailable } from "@/lib/db/sql";
+import type { Db } from "@/lib/db/transaction";
 import type { ClaimRow, ClaimInput } from "./classify";
 import type { ClaimResult } from "./schema";
 import { cacheTrusted, keepListenerAwake, listenerEpoch, REVOCATION_BOUND_MS } from "@/lib/auth/api-key-cache";
@@ -762,11 +763,21 @@ export async function moveRedisNamespace(): Promise<boolean> {
 /**
  * A release's Redis step, run while its transaction holds the key's row lock and before it commits (settle.ts):
  * INVALIDATE, or if Redis cannot confirm it, a namespace move (see the header for why either suffices).
+ * The move is skipped when Redis was never used with this database (no `redis_epoch`, read on the release's
+ * own connection `on`, after its row lock): no entry of any server exists then, and a server that starts
+ * Redis later registers first and claims the key only through that lock. Without this check every release
+ * of a database that runs without Redis opened a connection of its own for a move that moved nothing.
  */
-export async function forgetReleasedKey(source: string, eventId: string): Promise<void> {
+export async function forgetReleasedKey(source: string, eventId: string, on?: Db): Promise<void> {
   if (await invalidateKeys([{ source, eventId }])) return;
+  if (on && !(await redisEverUsed(on))) return;
   state.stats.moves++;
   await sharedMove();
+}
+
+async function redisEverUsed(on: Db): Promise<boolean> {
+  const [{ used }] = await query(z.object({ used: z.boolean() }), "SELECT EXISTS (SELECT 1 FROM settings WHERE key = 'redis_epoch') AS used", [], on);
+  return used;
 }
 
 /**

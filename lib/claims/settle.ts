@@ -228,7 +228,7 @@ export async function releaseClaim(r: ParsedReleaseRequest, options: ClaimOption
   const params = [r.source, r.eventId, r.claimToken ?? null, options.actor ?? "library"];
   const release = async (conn: Db) => {
     const [row] = await query(SettleRow, RELEASE_SQL, params, conn);
-    if (row?.changed) await forgetReleasedKey(r.source, r.eventId);
+    if (row?.changed) await forgetReleasedKey(r.source, r.eventId, conn);
     return row;
   };
   // The shared pool's handle or a transaction's: in a transaction; a caller's own connection: as it is.
