@@ -451,7 +451,7 @@ pool all requests of a scenario.
 partition was empty, kept scanning the partition that filled (an index scan on the source with the ids as a
 filter) until autovacuum analysed it. Since migration 20261207000000 every read of dedup_keys in a claim is a
 lookup by key whatever the statistics (docs/architecture.md, "Partition mode: plans that cannot go stale";
-test/partitions/plans.test.ts). ${beforeAfter(r)}
+test/partitions/plans.db.test.ts). ${beforeAfter(r)}
 
 ${tput}
 

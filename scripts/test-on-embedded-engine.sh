@@ -17,4 +17,4 @@ trap stop EXIT
 as_pg "'$bin/initdb' -D '$dir/data' -U postgres --auth=trust" >/dev/null
 as_pg "'$bin/pg_ctl' -D '$dir/data' -l '$dir/log' -w -o \"-p $port -c listen_addresses=127.0.0.1 -c max_connections=200 -k '$dir'\" start" >/dev/null
 echo "== $(psql -h 127.0.0.1 -p "$port" -U postgres -Atc 'select version()' 2>/dev/null || echo "PostgreSQL on port $port")"
-TEST_DATABASE_URL="postgresql://postgres@127.0.0.1:$port/postgres" npx vitest run test/db test/partitions test/claims --exclude test/claims/redis-faults.test.ts "$@"
+TEST_DATABASE_URL="postgresql://postgres@127.0.0.1:$port/postgres" npx vitest run test/db test/partitions test/claims --exclude test/claims/redis-faults.system.test.ts "$@"

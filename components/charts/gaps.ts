@@ -1,5 +1,5 @@
 /**
- * Gaps in a chart's series (pure; unit-tested in test/overview/chart-data.test.ts). A null value is a gap and
+ * Gaps in a chart's series (pure; unit-tested in test/overview/chart-data.unit.test.ts). A null value is a gap and
  * stays one (connectNulls off); a value whose neighbours in its own series are both gaps draws no line (a
  * line needs two points), so it gets a dot instead, or it would not show at all.
  */

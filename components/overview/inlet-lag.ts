@@ -1,7 +1,7 @@
 /**
  * The Overview's inlet rows (RabbitMQ, BullMQ, NATS), prepared (pure, no React): the state in words, the queue depth, the
  * last message's lag, and whether the report itself is old (no consumer running, or it cannot reach the
- * database). Unit-tested in test/inlets/lag.test.ts.
+ * database). Unit-tested in test/inlets/lag.unit.test.ts.
  */
 import type { InletLag } from "@/lib/overview/schema";
 import { formatCount } from "@/components/ui/format";

@@ -2,7 +2,7 @@
  * Failed pruning runs as the Overview states them (a run that ended with an error never reached the
  * console before). From the metrics history's prune-run points of the chosen range, the very points the
  * "Cleanup throughput" chart draws, so the callout and the chart count the same runs. Pure; unit-tested in
- * test/overview/prune-failures.test.ts.
+ * test/overview/prune-failures.unit.test.ts.
  */
 import type { PruneRunPoint } from "@/lib/metrics/schema";
 

@@ -1,6 +1,6 @@
 /**
  * The five preflight categories in the words the Replay screen uses: what each means for a replay, its
- * tone, and a preflight's items grouped by them. Pure; unit-tested in test/replay/console-view.test.ts.
+ * tone, and a preflight's items grouped by them. Pure; unit-tested in test/replay/console-view.unit.test.ts.
  */
 import { CATEGORIES, type Category, type PreflightCounts, type PreflightItem } from "@/lib/replay/schema";
 

@@ -1,6 +1,6 @@
 /**
  * The dead-letter list's filters (the query string it sends and the shareable URL it reads) and the
- * counts by source and by error beside it. Pure; unit-tested in test/replay/console-view.test.ts.
+ * counts by source and by error beside it. Pure; unit-tested in test/replay/console-view.unit.test.ts.
  */
 import type { DeadLetterStatus } from "@/lib/deadletters/schema";
 

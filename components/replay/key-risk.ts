@@ -1,7 +1,7 @@
 /**
  * Which pending dead letters' keys are at risk (a replay would process them twice) or expiring soon,
  * soonest first, and the keys-at-risk panel's headline. The verdict is lib/keys/verdict.ts categoryOf,
- * the one the preflight uses. Pure; unit-tested in test/replay/console-view.test.ts.
+ * the one the preflight uses. Pure; unit-tested in test/replay/console-view.unit.test.ts.
  */
 import { formatCount } from "@/components/ui/format";
 import type { DeadLetter } from "@/lib/deadletters/schema";

@@ -1,7 +1,7 @@
 /**
  * A replay's progress and results in words: items settled, how often to poll, which controls apply,
  * the outcome rows and the one-line headline (a finished replay leads with its outcome from
- * lib/replay/outcome.ts), waits and the retry schedule. Pure; unit-tested in test/replay/console-view.test.ts.
+ * lib/replay/outcome.ts), waits and the retry schedule. Pure; unit-tested in test/replay/console-view.unit.test.ts.
  */
 import { formatCount } from "@/components/ui/format";
 import { replayOutcome, type ReplayOutcome } from "@/lib/replay/outcome";

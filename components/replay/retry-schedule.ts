@@ -2,7 +2,7 @@
  * The wizard's retry schedule (confirm step): a preset or three typed fields, checked with the server's own
  * schema (lib/replay/schema.ts retryScheduleRequest: the server answers 422 for the same values), and the
  * bound the keys' remaining life puts on it (a retry after its key expires is unsafe: the executor gives
- * the item up instead, lib/replay/attempts.ts retryOrGiveUp). Pure; unit-tested in test/replay/retry-schedule.test.ts.
+ * the item up instead, lib/replay/attempts.ts retryOrGiveUp). Pure; unit-tested in test/replay/retry-schedule.unit.test.ts.
  */
 import { scheduleSpanMs, type RetrySchedule } from "@/lib/replay/backoff";
 import { MAX_RETRY_ATTEMPTS, MAX_RETRY_DELAY_SECONDS, retryScheduleRequest, type Category, type Preflight } from "@/lib/replay/schema";

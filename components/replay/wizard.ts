@@ -2,7 +2,7 @@
  * The replay wizard's rules: what is selected (checked letters or the list's filters), the preflight's
  * validity and the extend step, the steps as one state changed by one reducer, and the confirm step
  * (what may be included, the phrase that confirms, the request body and its Idempotency-Key). Pure;
- * unit-tested in test/replay/console-view.test.ts.
+ * unit-tested in test/replay/console-view.unit.test.ts.
  */
 import type { z } from "zod";
 import { formatCount } from "@/components/ui/format";

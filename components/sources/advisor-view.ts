@@ -2,7 +2,7 @@
  * The source page's pure side (no React, no recharts): the duplicate-age histogram as bars on an axis
  * where a duration (the TTL, the retry window) can be placed between bucket edges, the advice in the
  * words and figures the card shows, and the late duplicates per day as chart points. Unit-tested in
- * test/sources/advisor-view.test.ts.
+ * test/sources/advisor-view.unit.test.ts.
  */
 import { humanDuration } from "@/lib/retention/advisor";
 import type { AdviceResponse } from "@/lib/retention/advice-schema";

@@ -1,6 +1,6 @@
 /**
  * A source in the Sources screen's words: its four TTL parts and how they add up, its invariant checks
- * summed up, and its projected size. Pure; unit-tested in test/sources/source-form.test.ts.
+ * summed up, and its projected size. Pure; unit-tested in test/sources/source-form.unit.test.ts.
  */
 import { formatBytes, formatCount } from "@/components/ui/format";
 import type { Invariant } from "@/lib/retention/invariants";

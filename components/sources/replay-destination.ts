@@ -1,6 +1,6 @@
 /**
  * A source's replay destination as typed on its card (the PATCH value or why it is refused) and the
- * signing secret's rotation grace in words. Pure; unit-tested in test/sources/replay-destination.test.ts.
+ * signing secret's rotation grace in words. Pure; unit-tested in test/sources/replay-destination.system.test.ts.
  */
 import { isAmqpUrl } from "@/lib/amqp/url";
 import { brokerUrlProblem, isBrokerUrl } from "@/lib/inlets/service-url";

@@ -1,7 +1,7 @@
 /**
  * The create / edit source form: its state (durations typed as "3d", "1d12h", parsed here, each refusal
  * tied to its field), presets, and the request bodies it sends; the server's 422 details mapped back to
- * the fields. Pure; unit-tested in test/sources/source-form.test.ts.
+ * the fields. Pure; unit-tested in test/sources/source-form.unit.test.ts.
  */
 import type { SourceParts } from "@/lib/retention/presets";
 import { sourceName } from "@/lib/claims/schema";

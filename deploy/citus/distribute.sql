@@ -1,6 +1,6 @@
 -- Keyward on Citus, step 2 of 2 (docs/scaling.md): after prepare.sql, on the coordinator of a Citus cluster
 -- (Citus is not in Debian; this file is not run by the tests, which check its rules and that it names every
--- table the design distributes: test/db/citus-design.test.ts).
+-- table the design distributes: test/db/citus-design.db.test.ts).
 --
 -- The claim path's tables are distributed by `source` and co-located, so a claim (one source) is a
 -- single-shard transaction on one worker: the key, its audit row, the counters.

@@ -1,6 +1,6 @@
 -- Keyward on Citus, step 1 of 2 (docs/scaling.md, "Past one PostgreSQL: Citus"): the schema changes the
 -- distribution needs, run on the coordinator before distribute.sql. A design, not a supported path yet:
--- test/db/citus-design.test.ts applies this file to a real Keyward schema (PostgreSQL, no Citus) and checks the
+-- test/db/citus-design.db.test.ts applies this file to a real Keyward schema (PostgreSQL, no Citus) and checks the
 -- rules distribute.sql depends on, from pg_catalog.
 --
 -- The operator action log shares audit_events, with source NULL for actions on no source (a user, an API key).

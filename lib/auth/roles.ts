@@ -2,7 +2,7 @@
  * Console roles and API-key scopes, and what each may do. Both resolve to one set of capabilities, which
  * is what routes and pages require (`route(handler, { allow })`, `requirePage(...)`). ROLE_HELP and
  * SCOPE_HELP are the one wording of them: the Users and API keys screens show it, and docs/auth.md's
- * tables repeat it word for word (test/auth/help-texts.test.ts holds them together). Client-safe.
+ * tables repeat it word for word (test/auth/help-texts.unit.test.ts holds them together). Client-safe.
  */
 import { z } from "zod";
 import { hasScope, type Scope } from "./schema";

@@ -107,7 +107,7 @@ export type RouteDoc = {
   /**
    * Error statuses of the route's own (404 unknown, 409 a conflicting state, 429 …), besides the ones the
    * description adds itself: 401, 422, 500 and 503 on every route, 403 unless public, 400 with a path
-   * parameter or a body, 413 and 415 with a body. test/http/fuzz.test.ts fails on a status not declared.
+   * parameter or a body, 413 and 415 with a body. test/http/fuzz.system.test.ts fails on a status not declared.
    */
   errors?: readonly number[];
 };

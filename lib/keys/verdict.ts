@@ -19,7 +19,7 @@
  *
  * keyFactsJoin is the SQL that reads the facts (the preflight, replay/facts.ts; the worker's lease batch,
  * replay/worker-sql.ts; the dead-letter list, deadletters/list.ts); KEY_STATE_SQL and KEY_PROCESSED_SQL are
- * decideKey in SQL, for the list's filters and counts. test/keys/verdict.test.ts pins every use to
+ * decideKey in SQL, for the list's filters and counts. test/keys/verdict.db.test.ts pins every use to
  * decideKey on a matrix of key states. Pure module: no I/O, safe to import from the browser.
  */
 import { z } from "zod";

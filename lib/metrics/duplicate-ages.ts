@@ -9,7 +9,7 @@
  * made on a caller's own connection (a handle of its own, `claimEvent(r, options, db)`) are left out, and a crash between flushes loses at most
  * the last 5 seconds.
  *
- * Pure parts (bucketing, merging, quantiles) are unit-tested in test/metrics/duplicate-ages.test.ts.
+ * Pure parts (bucketing, merging, quantiles) are unit-tested in test/metrics/duplicate-ages.db.test.ts.
  */
 import { processGlobal } from "@/lib/process-global";
 

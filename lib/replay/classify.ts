@@ -1,7 +1,7 @@
 /**
  * Preflight classification and the re-check before each send: pure functions of the dead letters, their
  * dedup keys, their audit facts and the database's `now`. No I/O; exhaustively unit-tested
- * (test/replay/classify.test.ts). The SQL that gathers the inputs is in preflight.ts and executor.ts.
+ * (test/replay/classify.unit.test.ts). The SQL that gathers the inputs is in preflight.ts and executor.ts.
  *
  * A replay is safe only while the event's dedup key is alive: then a replay of an event that was in fact
  * processed is rejected by the handler's claim as a duplicate. Categories:

@@ -54,7 +54,7 @@ export type ReplayState = (typeof REPLAY_STATES)[number];
 /**
  * The same decision as replayOutcome, as a SQL condition on a replay row aliased `r` (GET /api/v1/replays?outcome=):
  * `delivered` is an SQL expression counting its delivered items. Kept beside replayOutcome so the two change together
- * (test/replay/replays.test.ts checks that every listed replay's outcome is the one filtered on).
+ * (test/replay/replays.db.test.ts checks that every listed replay's outcome is the one filtered on).
  */
 export function outcomeCondition(outcome: ReplayOutcome, delivered: string): string {
   switch (outcome) {

@@ -1,7 +1,7 @@
 /**
  * The TTL advisor's rules (issue 14 §3): from what a source's traffic showed (its duplicate-age
  * histogram and its late duplicates) to a recommended set of parts, with the reasons in plain sentences.
- * Pure; unit-tested in test/retention/advisor.test.ts. The I/O around it is advice.ts.
+ * Pure; unit-tested in test/retention/advisor.db.test.ts. The I/O around it is advice.ts.
  *
  * The rules, in order:
  * 1. Evidence. With no late duplicate, the 99.9th percentile of duplicate ages needs at least

@@ -1,6 +1,6 @@
 /**
  * The advisor's late-duplicate evidence, judged (issue 23 §6). Pure; unit-tested in
- * test/retention/evidence.test.ts. advice.ts reads its inputs; advisor.ts decides with it.
+ * test/retention/evidence.unit.test.ts. advice.ts reads its inputs; advisor.ts decides with it.
  *
  * - **Sender retries only.** A late claim made while a Keyward replay re-drove the event (late_duplicates
  *   `via_replay`) is an operator's decision, not a sender's retry: a replay sends an event processed

@@ -1,6 +1,6 @@
 /**
  * A process that only consumes inlets (the server's job, without Next), for the test that kills the
- * consumer mid-stream (kill.test.ts): `tsx consumer-child.ts <inlet id>…`, DATABASE_URL from the
+ * consumer mid-stream (kill.system.test.ts): `tsx consumer-child.ts <inlet id>…`, DATABASE_URL from the
  * environment. Prints every consumer log line; runs until killed (SIGTERM: a clean stop).
  */
 import { startInletConsumers } from "@/lib/inlets/consumers";

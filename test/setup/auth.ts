@@ -7,7 +7,7 @@ import { createUser } from "@/lib/auth/users";
 import { cliPrincipal } from "@/lib/auth/principal";
 import type { Role } from "@/lib/auth/roles";
 import { uniq } from "./db";
-import { baseEnv, freePort, startKeyward, type Server } from "./server";
+import { baseEnv, startKeyward, type Server } from "./server";
 import type { Json } from "./json";
 
 /** Long enough for the 12-character minimum, and easy to search for in logs and rows. */
@@ -26,14 +26,12 @@ export async function makeUser(role: Role, o: { username?: string; password?: st
 export type TestServer = { server: Server; baseUrl: string };
 
 /**
- * Starts `keyward start --no-build` on 127.0.0.1 and a free port against this run's database (the build
+ * Starts `keyward start --no-build` on 127.0.0.1, on a port of the kernel's choosing, against the file's database (the build
  * is made by the global setup). `spawned` collects it so afterAll can stop it even if start-up failed.
  */
 export async function startTestServer(spawned: Server[], extraEnv: Record<string, string> = {}): Promise<TestServer> {
-  const port = await freePort();
-  const env = Object.assign(baseEnv(), { PORT: String(port), HOSTNAME: "127.0.0.1" }, extraEnv);
-  const server = await startKeyward(env, spawned);
-  return { server, baseUrl: `http://127.0.0.1:${port}` };
+  const server = await startKeyward(Object.assign(baseEnv(), extraEnv), spawned);
+  return { server, baseUrl: server.baseUrl };
 }
 
 export type HttpResult<B = Json> = { status: number; body: B; text: string; headers: Headers };

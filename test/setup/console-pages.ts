@@ -1,6 +1,6 @@
 /**
  * Every console page, the sizes and themes it is checked at, and the layout checks (issue 23 "Finish"),
- * shared by the browser test (test/e2e/every-page.test.ts) and `npm run screenshots`
+ * shared by the browser test (test/e2e/every-page.e2e.test.ts) and `npm run screenshots`
  * (scripts/screenshots.ts). Both run against the demo's data (lib/demo/seed.ts), signed in as its admin,
  * so every page has something realistic on it: long identifiers, many rows, a finished replay.
  */

@@ -1,14 +1,13 @@
-/** Helpers for tests: the run's database URL, unique names, raw SQL, and a source with a chosen TTL. */
+/** Helpers for tests: the file's database URL, unique names, raw SQL, and a source with a chosen TTL. */
 import { randomBytes } from "node:crypto";
-import { expect, inject } from "vitest";
+import { expect } from "vitest";
 import { z } from "zod";
 import { query, type PreparedSql } from "@/lib/db/sql";
 import type { Db } from "@/lib/db/transaction";
 import { prisma } from "@/lib/db/client";
 
-process.env.DATABASE_URL = inject("databaseUrl");
-// Test files share this database, and many keep expired-but-not-yet-pruned keys on purpose: no server a
-// test starts may prune it on a schedule (the pruning tests use their own database, setup/private-db.ts).
+// Many files keep expired-but-not-yet-pruned keys on purpose: no server a test starts prunes on a schedule
+// unless its test asks for it.
 process.env.KEYWARD_PRUNE_INTERVAL_SECONDS = "0";
 // Nor may a server run the replay executor unless its test asks for it (KEYWARD_REPLAY_WORKER=1 in its env).
 process.env.KEYWARD_REPLAY_WORKER = "0";
@@ -16,6 +15,13 @@ process.env.KEYWARD_REPLAY_WORKER = "0";
 process.env.KEYWARD_INLET_CONSUMER = "off";
 // Nor the late-duplicate job (it reads the whole shared audit history); its tests run it themselves.
 process.env.KEYWARD_LATE_DUPLICATES_INTERVAL_SECONDS = "0";
+
+/** The URL of this test file's own database (setup-file.ts). */
+export function fileDatabaseUrl(): string {
+  const url = process.env.DATABASE_URL;
+  if (!url) throw new Error("no DATABASE_URL: a test of the unit tier cannot use the database");
+  return url;
+}
 
 export const uniq = (prefix = "t") => `${prefix}-${randomBytes(4).toString("hex")}`;
 

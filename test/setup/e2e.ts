@@ -1,5 +1,5 @@
 /**
- * The browser tests' fixture: the real `keyward start` on a free port, headless Chromium, console users
+ * The browser tests' fixture: the real `keyward start` on a port of its own, headless Chromium, console users
  * created as the CLI would, and signing in on the sign-in page as a person would.
  *
  *   const e2e = useConsoleServer({ KEYWARD_REPLAY_WORKER: "true" });   // at the top of a test file
@@ -7,10 +7,9 @@
  *   await e2e.signInAs(page, "operator", "Replay");                    // a new operator, on the Replay screen
  *
  * The server runs with KEYWARD_TRUST_PROXY, and every page opened here claims its own client address, so
- * sign-in throttling (per address, in the shared database) never counts one test's sign-ins against
- * another's. An admin exists before the first test (with none, the sign-in page offers the first-run setup
- * instead of its form). Everything started is stopped in afterAll: pages, the browser, then the servers (a
- * file on a private database calls usePrivateDatabase() first, so its database is dropped after them).
+ * sign-in throttling (per address) never counts one test's sign-ins against another's. An admin exists before the first test (with none, the sign-in page offers the first-run setup
+ * instead of its form). Everything started is stopped in afterAll: pages, the browser, then the servers
+ * (the file's database is dropped after them, setup-file.ts).
  */
 import type { Browser, BrowserContext, Page } from "playwright-core";
 import { afterAll, beforeAll } from "vitest";
@@ -19,7 +18,7 @@ import type { Role } from "@/lib/auth/roles";
 import { createUser } from "@/lib/auth/users";
 import { launchChromium, openPage } from "./browser";
 import { uniq } from "./db";
-import { baseEnv, freePort, startKeyward, stopServer, type Server } from "./server";
+import { baseEnv, startKeyward, stopServer, type Server } from "./server";
 
 /** Every user made here has this password. */
 export const PASSWORD = "correct-horse-battery";
@@ -60,9 +59,7 @@ export function useConsoleServer(env: Record<string, string> = {}): ConsoleServe
   const contexts: BrowserContext[] = [];
 
   async function serve(extra: Record<string, string>): Promise<string> {
-    const port = await freePort();
-    await startKeyward(Object.assign(baseEnv(), { PORT: String(port), HOSTNAME: "127.0.0.1" }, extra), spawned);
-    return `http://127.0.0.1:${port}`;
+    return (await startKeyward(Object.assign(baseEnv(), extra), spawned)).baseUrl;
   }
 
   const fixture: ConsoleServer = {

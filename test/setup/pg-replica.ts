@@ -9,7 +9,7 @@ import { chownSync, mkdtempSync, openSync, readdirSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import pg from "pg";
-import { freePort } from "./server";
+import { reservePort } from "./server";
 
 export type PgServer = { port: number; pid: number; url: (database?: string) => string; stop: () => Promise<void> };
 
@@ -76,7 +76,7 @@ export async function startPrimaryAndReplica(): Promise<PrimaryAndReplica> {
     ...who,
     stdio: "ignore",
   });
-  const [pPort, rPort] = [await freePort(), await freePort()];
+  const [pPort, rPort] = [await reservePort(), await reservePort()];
   const url = (port: number) => (database = "postgres") => `postgresql://postgres@127.0.0.1:${port}/${database}`;
   const primaryChild = startServer(primaryDir, dir, pPort, path.join(dir, "primary.log"), ["-c", "wal_level=replica", "-c", "max_wal_senders=4"]);
   const primary: PgServer = { port: pPort, pid: primaryChild.pid!, url: url(pPort), stop: stopper(primaryChild) };

@@ -17,7 +17,7 @@ import { chmod, mkdtemp, rm, writeFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import pg from "pg";
-import { freePort } from "./server";
+import { reservePort } from "./server";
 
 const BINARY = process.env.PGBOUNCER_BIN ?? "/usr/sbin/pgbouncer";
 const START_TIMEOUT_MS = 15_000;
@@ -56,7 +56,7 @@ export function pgbouncerInstalled(): boolean {
 export async function startPgBouncer(o: PgBouncerOptions): Promise<PgBouncer> {
   const server = new URL(o.serverUrl);
   const user = decodeURIComponent(server.username || "postgres");
-  const port = await freePort();
+  const port = await reservePort();
   const dir = await mkdtemp(path.join(os.tmpdir(), "keyward-pgbouncer-"));
   // PgBouncer refuses to run as root: as root, it is told to switch to the postgres user, which must be
   // able to read its files.

@@ -1,5 +1,5 @@
 /**
- * The release race of issue 22, as a harness for the Redis fault matrix (test/claims/redis-faults.test.ts):
+ * The release race of issue 22, as a harness for the Redis fault matrix (test/claims/redis-faults.system.test.ts):
  * two real servers sharing one Redis, claims and duplicates on both, releases
  * racing duplicates, and an oracle that reads PostgreSQL (the truth) before every check claim.
  *

@@ -9,7 +9,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { promisify } from "node:util";
 import Redis from "ioredis";
-import { freePort } from "./server";
+import { reservePort } from "./server";
 
 const run = promisify(execFile);
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -58,7 +58,7 @@ export async function redisCmd(port: number, ...args: (string | number)[]): Prom
 
 /** Starts `redis-server` (or `redis-server --sentinel` with `sentinelConf`) with extra arguments. */
 export async function startRedis(o: { args?: string[]; port?: number; sentinelConf?: string } = {}): Promise<RedisProcess> {
-  const port = o.port ?? (await freePort());
+  const port = o.port ?? (await reservePort());
   const dir = mkdtempSync(path.join(tmpdir(), "kw-redis-"));
   let proc: ChildProcess | undefined;
   const spawnIt = async () => {

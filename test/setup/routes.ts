@@ -1,7 +1,7 @@
 /**
  * The routes under app/api, found on disk (never listed by hand): each exported handler with its URL
- * pattern, method and declared access. Shared by the access matrix (test/http/route-matrix.test.ts) and
- * the fuzz campaign (test/http/fuzz.test.ts), so a new route is covered by both without being added to either.
+ * pattern, method and declared access. Shared by the access matrix (test/http/route-matrix.system.test.ts) and
+ * the fuzz campaign (test/http/fuzz.system.test.ts), so a new route is covered by both without being added to either.
  */
 import { readdirSync } from "node:fs";
 import path from "node:path";

@@ -8,54 +8,75 @@ export const BIN = path.join(ROOT, "bin/keyward.cjs");
 // Generous: on a loaded shared machine (load average above 20) a start has taken over a minute.
 const START_TIMEOUT_MS = 180_000;
 
-export type Server = { child: ChildProcess; output: () => string; exited: Promise<number | null> };
+export type Server = { child: ChildProcess; output: () => string; exited: Promise<number | null>; baseUrl: string };
 
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
+/**
+ * Ports for children that must bind a port chosen beforehand (a PostgreSQL, Redis or PgBouncer of a test's
+ * own, a server restarted on the same address). They come from a block of this worker's below the kernel's
+ * ephemeral range (32768+), so no port handed out by `listen(0)` or to an outgoing connection can take one
+ * between the check and the child's bind; two workers, or two runs (by the parent's PID), use different
+ * blocks. A port found bound is skipped. A server that need not keep its port listens on port 0 instead
+ * (startKeyward with PORT "0" reports the port it got).
+ */
+const PORT_BLOCK = 250;
+const PORT_BASE = 16_000;
+let nextOffset = 0;
+export async function reservePort(): Promise<number> {
+  const worker = Number(process.env.VITEST_POOL_ID ?? 1) % 8;
+  const run = process.ppid % 8;
+  const base = PORT_BASE + (run * 8 + worker) * PORT_BLOCK;
+  for (let tries = 0; tries < PORT_BLOCK; tries++) {
+    const port = base + (nextOffset++ % PORT_BLOCK);
+    if (await bindable(port)) return port;
+  }
+  throw new Error(`no free port in ${base}–${base + PORT_BLOCK - 1}`);
+}
+
+function bindable(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
     const srv = net.createServer();
-    srv.once("error", reject);
-    srv.listen(0, "127.0.0.1", () => {
-      const p = (srv.address() as net.AddressInfo).port;
-      srv.close(() => resolve(p));
-    });
+    srv.once("error", () => resolve(false));
+    srv.listen(port, "127.0.0.1", () => srv.close(() => resolve(true)));
   });
 }
 
-/** process.env without what must not leak into a child server (vitest's NODE_ENV, the test's timeouts). */
+/** process.env without what must not leak into a child server (vitest's NODE_ENV, the test's timeouts, the shell's HOSTNAME). */
 export function baseEnv(drop: string[] = []): NodeJS.ProcessEnv {
-  const skip = new Set(["NODE_ENV", "KEYWARD_DB_STATEMENT_TIMEOUT_MS", ...drop]);
+  const skip = new Set(["NODE_ENV", "KEYWARD_DB_STATEMENT_TIMEOUT_MS", "PORT", "HOSTNAME", ...drop]);
   return Object.fromEntries(Object.entries(process.env).filter(([k]) => !skip.has(k))) as NodeJS.ProcessEnv;
 }
 
 /**
- * Spawns `keyward start --no-build` with `env` and resolves once it prints "console and API on". The server
- * runs in production mode, so it is told to check every answer against its declared response schema
- * (KEYWARD_CHECK_RESPONSES=1, lib/http/route.ts): an answer its route does not declare is a 500, and the
- * test that got it fails. `env` may turn it off (`KEYWARD_CHECK_RESPONSES: "0"`), as a benchmark would.
+ * Spawns `keyward start --no-build` (or `keyward demo`) with `env` and resolves once it prints "console and API on <url>", with that
+ * URL (PORT defaults to "0": the server binds a port of the kernel's choosing and reports it). The server runs
+ * in production mode, so it is told to check every answer against its declared response schema
+ * (KEYWARD_CHECK_RESPONSES=1, lib/http/route.ts): an answer its route does not declare is a 500, and the test
+ * that got it fails. `env` may turn it off (`KEYWARD_CHECK_RESPONSES: "0"`), as a benchmark would.
  */
-export function startKeyward(env: NodeJS.ProcessEnv, spawned: Server[] = [], timeoutMs = START_TIMEOUT_MS): Promise<Server> {
-  const child = spawn(process.execPath, [BIN, "start", "--no-build"], {
+export function startKeyward(env: NodeJS.ProcessEnv, spawned: Server[] = [], timeoutMs = START_TIMEOUT_MS, command: "start" | "demo" = "start"): Promise<Server> {
+  const child = spawn(process.execPath, [BIN, command, "--no-build"], {
     cwd: ROOT,
-    env: { KEYWARD_CHECK_RESPONSES: "1", ...env },
+    env: { KEYWARD_CHECK_RESPONSES: "1", PORT: "0", HOSTNAME: "127.0.0.1", ...env },
     stdio: ["ignore", "pipe", "pipe"],
   });
   let out = "";
-  child.stdout!.on("data", (d: Buffer) => (out += d.toString()));
-  child.stderr!.on("data", (d: Buffer) => (out += d.toString()));
   const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
-  const s: Server = { child, output: () => out, exited };
+  const s: Server = { child, output: () => out, exited, baseUrl: "" };
   spawned.push(s);
   return new Promise((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`server did not start within ${timeoutMs} ms:\n${out}`)), timeoutMs);
-    const poll = setInterval(() => {
-      if (out.includes("console and API on")) {
-        clearInterval(poll);
+    const onData = (d: Buffer) => {
+      out += d.toString();
+      const serving = /console and API on (http:\/\/\S+)/.exec(out);
+      if (serving && !s.baseUrl) {
+        s.baseUrl = serving[1];
         clearTimeout(timer);
         resolve(s);
       }
-    }, 50);
+    };
+    child.stdout!.on("data", onData);
+    child.stderr!.on("data", onData);
     void exited.then((code) => {
-      clearInterval(poll);
       clearTimeout(timer);
       reject(new Error(`keyward start exited with ${code} before serving:\n${out}`));
     });
