@@ -16,7 +16,8 @@ import { cp, mkdtemp, rm } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { embeddedStatus } from "@/lib/db/embedded";
+import pg from "pg";
+import { EMBEDDED_DATABASE, EMBEDDED_ROLE, embeddedStatus } from "@/lib/db/embedded";
 import { baseEnv, BIN, reservePort, ROOT, startKeyward, stopEmbeddedPostgres, stopServer, type Server } from "@/test/setup/server";
 
 const FIXTURE = path.join(ROOT, "test/fixtures/pglite-data-dir.tar.xz");
@@ -42,6 +43,18 @@ function keyward(dataDir: string, ...args: string[]): Promise<{ code: number; st
       resolve({ code: err ? (typeof err.code === "number" ? err.code : 1) : 0, stdout, stderr });
     });
   });
+}
+
+/** A statement on the embedded cluster a server runs for `dataDir`, as its own role with its password. */
+async function embeddedSql<Row extends object>(dataDir: string, text: string): Promise<Row[]> {
+  const { port: pgPort, password } = embeddedStatus(dataDir);
+  const c = new pg.Client({ host: "127.0.0.1", port: pgPort, user: EMBEDDED_ROLE, password, database: EMBEDDED_DATABASE });
+  await c.connect();
+  try {
+    return (await c.query<Row>(text)).rows;
+  } finally {
+    await c.end();
+  }
 }
 
 async function unpack(name: string): Promise<string> {
@@ -83,6 +96,16 @@ describe("a PGlite data directory of the previous release", () => {
       });
       return { status: res.status, body: (await res.json()) as Record<string, unknown> };
     };
+    // Every key came along with its count and expiry. The fixture's keys were claimed with a 3-day TTL when it
+    // was written, so by now the calendar has expired them; they are given another day (as if the upgrade had
+    // come in time) so that a claim can show they are live keys, not new ones.
+    const carried = await embeddedSql<{ event_id: string; duplicate_count: number }>(
+      dataDir,
+      "SELECT event_id, duplicate_count FROM dedup_keys WHERE source = 'legacy-src' ORDER BY event_id",
+    );
+    expect(carried.length).toBe(50);
+    expect(carried.filter((k) => k.duplicate_count > 0).map((k) => [k.event_id, k.duplicate_count])).toEqual([["legacy_0", 1]]);
+    await embeddedSql(dataDir, "UPDATE dedup_keys SET expires_at = now() + interval '1 day' WHERE source = 'legacy-src'");
     // A key claimed (and once duplicated) under PGlite is still a duplicate, with its count carried along.
     expect(await claim("legacy_0")).toMatchObject({ status: 200, body: { outcome: "duplicate", duplicateCount: 2 } });
     expect(await claim("legacy_49")).toMatchObject({ status: 200, body: { outcome: "duplicate", duplicateCount: 1 } });
