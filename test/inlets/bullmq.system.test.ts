@@ -28,6 +28,7 @@ import { listAttemptsQuery } from "@/lib/replay/schema";
 import { closeBullmqQueues, replayJobId, sendBullmq } from "@/lib/replay/bullmq-publish";
 import { makeFailingQueue, REDIS_URL, type FailingQueue } from "@/test/setup/bullmq";
 import { eventually } from "@/test/setup/rabbitmq";
+import { timePasses } from "@/test/setup/time";
 
 const ADMIN = cliPrincipal();
 const queues: FailingQueue[] = [];
@@ -70,6 +71,18 @@ const stored = (source: string, n: number) =>
     const rows = await letters(source);
     return rows.length >= n ? rows : undefined;
   }, `${n} dead letters of ${source}`);
+
+/**
+ * Resolves once the inlet reports its lag after this call (the consumer's jobs: the lag report and the pass
+ * over the failed set, each every pollMs). After a pause, it says the consumer kept working through it.
+ */
+async function reportsAgain(inletId: string): Promise<void> {
+  const [{ at }] = await sql<{ at: string }>("SELECT clock_timestamp()::text AS at");
+  await eventually(async () => {
+    const [i] = await sql<{ later: boolean }>("SELECT lag_checked_at > $2::timestamptz AS later FROM inlets WHERE id = $1", [inletId, at]);
+    return i?.later ? true : undefined;
+  }, "a lag report after the pause");
+}
 
 describe("BullMQ inlet", () => {
   it("takes each job that failed its last attempt: data byte for byte, id, name, reason, attempts, stack trace, times; marks it", async () => {
@@ -170,7 +183,8 @@ describe("BullMQ inlet", () => {
     const mark = JSON.parse((await redis.hget(`bull:${q.name}:late-a`, TAKEN_FIELD))!);
     expect(mark).toMatchObject({ inlet: inlet.id, finishedOn: earlier });
     // Further passes take neither again.
-    await new Promise((r) => setTimeout(r, 1000));
+    await timePasses(1000, "ten of the consumer's passes over the failed set (pollMs 100): one that took late-a or late-b again would store it");
+    await reportsAgain(inlet.id);
     expect((await letters(source)).map((r) => r.event_id)).toEqual(["late-a", "late-b"]);
   });
 
@@ -241,7 +255,8 @@ describe("BullMQ inlet", () => {
         const [i] = await listInlets(source);
         return i.consumed === 2 && i.lag.messages === 0 ? i : undefined;
       }, "the lag report");
-      await new Promise((r) => setTimeout(r, 500)); // five more passes at pollMs 100
+      await timePasses(500, "five more of the consumer's passes over the failed set (pollMs 100): one that took a job again would store it");
+      await reportsAgain(inlet.id);
       expect((await letters(source)).length).toBe(2);
       expect((await listInlets(source))[0].consumed).toBe(2);
     } finally {

@@ -40,8 +40,11 @@ async function proxied(url: string, defaultPort: number): Promise<{ proxy: TcpPr
   return { proxy, url: u.toString() };
 }
 
-/** The consumer process, its database reached through `databaseUrl`. */
-function startConsumer(inletId: string, databaseUrl: string): { child: ChildProcess; output: () => string } {
+/**
+ * The consumer process, its database reached through `databaseUrl`: `output` is the end of what it printed,
+ * `lines(re)` how many of its lines so far match `re`.
+ */
+function startConsumer(inletId: string, databaseUrl: string): { child: ChildProcess; output: () => string; lines: (re: RegExp) => number } {
   const child = spawn(process.execPath, ["--require", path.join(ROOT, "bin/outside-next.cjs"), "--import", "tsx", path.join(ROOT, "test/inlets/consumer-child.ts"), inletId], {
     cwd: ROOT,
     env: { ...process.env, DATABASE_URL: databaseUrl, KEYWARD_DB_CONNECT_TIMEOUT_MS: "1000", KEYWARD_DB_STATEMENT_TIMEOUT_MS: "2000" },
@@ -51,8 +54,12 @@ function startConsumer(inletId: string, databaseUrl: string): { child: ChildProc
   let out = "";
   child.stdout!.on("data", (d: Buffer) => (out += d.toString()));
   child.stderr!.on("data", (d: Buffer) => (out += d.toString()));
-  return { child, output: () => out.slice(-3000) };
+  return { child, output: () => out.slice(-3000), lines: (re) => out.split("\n").filter((l) => re.test(l)).length };
 }
+
+/** The consumer's log lines (lib/inlets/consumer.ts): its connection ended (or was refused); a batch it holds was not stored. */
+const RECONNECTING = /; reconnecting$/;
+const RETRYING = /: storing \d+ message\(s\) failed: /;
 
 const count = async (source: string) =>
   (await sql<{ n: number; ids: number }>("SELECT count(*)::int AS n, count(DISTINCT event_id)::int AS ids FROM dead_letters WHERE source = $1", [source]))[0];
@@ -137,15 +144,19 @@ describe("inlets under faults", () => {
 
       await side.fail(0, N / 3);
       await eventually(async () => ((await count(source)).n >= N / 6 ? true : undefined), `some letters\n${consumer.output()}`, 40_000);
+      const reconnects = consumer.lines(RECONNECTING);
       broker!.setMode("refuse");
       await side.fail(N / 3, (2 * N) / 3); // they wait at the broker
-      await new Promise((r) => setTimeout(r, 1000));
+      // The consumer lost its connection, and a new one was refused: the outage is real to it.
+      await eventually(async () => (consumer.lines(RECONNECTING) >= reconnects + 2 ? true : undefined), `the cut seen and a reconnection refused\n${consumer.output()}`, 40_000);
       broker!.setMode("forward");
-      await eventually(async () => ((await count(source)).n >= (N / 3) ? true : undefined), `letters after the broker came back\n${consumer.output()}`, 40_000);
+      // Every message that waited at the broker stored: the consumer is connected again before the database goes.
+      await eventually(async () => ((await count(source)).n >= (2 * N) / 3 ? true : undefined), `letters after the broker came back\n${consumer.output()}`, 40_000);
 
+      const retries = consumer.lines(RETRYING);
       db.proxy.setMode("refuse");
       await side.fail((2 * N) / 3, N); // taken while the database is down: held unacknowledged
-      await new Promise((r) => setTimeout(r, 1000));
+      await eventually(async () => (consumer.lines(RETRYING) > retries ? true : undefined), `a batch taken and not stored\n${consumer.output()}`, 40_000);
       db.proxy.setMode("forward");
 
       await eventually(async () => ((await count(source)).n >= N ? true : undefined), `all ${N} letters\n${consumer.output()}`, 60_000);

@@ -31,6 +31,7 @@ import { makeSource, sql, uniq } from "@/test/setup/db";
 import { makeNatsTopology, NATS_URL, type NatsTopology } from "@/test/setup/nats";
 import { eventually } from "@/test/setup/rabbitmq";
 import { readyForReplay } from "@/test/setup/replay";
+import { timePasses } from "@/test/setup/time";
 
 const ADMIN = cliPrincipal();
 const topologies: { t: NatsTopology; extra: string[] }[] = [];
@@ -66,6 +67,18 @@ const stored = (source: string, n: number) =>
     const rows = await letters(source);
     return rows.length >= n ? rows : undefined;
   }, `${n} dead letters of ${source}`);
+
+/**
+ * Resolves once the inlet reports its lag after this call (the consumer's periodic job, every pollMs). After a
+ * pause, it says the consumer kept working through it.
+ */
+async function reportsAgain(inletId: string): Promise<void> {
+  const [{ at }] = await sql<{ at: string }>("SELECT clock_timestamp()::text AS at");
+  await eventually(async () => {
+    const [i] = await sql<{ later: boolean }>("SELECT lag_checked_at > $2::timestamptz AS later FROM inlets WHERE id = $1", [inletId, at]);
+    return i?.later ? true : undefined;
+  }, "a lag report after the pause");
+}
 
 describe("NATS JetStream inlet", () => {
   it("takes each message that exhausted its deliveries: bytes, headers, Nats-Msg-Id, deliveries; acks the advisory after the commit", async () => {
@@ -143,7 +156,8 @@ describe("NATS JetStream inlet", () => {
         const [i] = await listInlets(source);
         return i.consumed === 2 && i.lag.messages === 0 ? true : undefined;
       }, "the lag report");
-      await new Promise((r) => setTimeout(r, 500));
+      await timePasses(500, "five of the consumer's lag reports (pollMs 100): an advisory delivered or stored again would show in them");
+      await reportsAgain(inlet.id);
       expect((await letters(source)).length).toBe(2);
       expect((await t.jsm.streams.info(inlet.settings.advisoryStream!)).state.messages).toBe(0);
     } finally {

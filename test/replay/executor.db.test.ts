@@ -20,6 +20,7 @@ import { readyForReplay, seedDeadLetters, setKeyExpiry } from "@/test/setup/repl
 import { startReplayRequest } from "@/lib/replay/schema";
 import { parseInput } from "@/lib/http/validate";
 import type { Json } from "@/test/setup/json";
+import { timePasses } from "@/test/setup/time";
 
 /** How long and how often the tests look for a replay's progress (a bound on waiting, not a speed check). */
 const POLL = { timeout: 30_000, interval: 100 };
@@ -188,7 +189,7 @@ describe("the executor", () => {
       if (first) return;
       first = id;
       for (const e of events) if (e !== id) await setKeyExpiry(source, e, -1);
-      await new Promise((r) => setTimeout(r, 1500)); // longer than RECHECK_MAX_AGE_MS
+      await timePasses(1500, "the batch's facts grow older than RECHECK_MAX_AGE_MS (500 ms) before the next send");
     };
     worker();
     await expect.poll(async () => (await getReplay(replayId)).status, { ...POLL, message: "completion" }).toBe("completed");
@@ -226,7 +227,7 @@ describe("the executor", () => {
     await changeReplay(replayId, "pause", ACTOR);
     await expect.poll(async () => (await getReplay(replayId)).counts.delivering, { ...POLL, message: "no delivery in flight" }).toBe(0);
     const paused = await getReplay(replayId);
-    await new Promise((r) => setTimeout(r, 700));
+    await timePasses(700, "at 4 per second, time for about three sends: a worker that ignored the pause would make them");
     // Nothing further is delivered while paused (at most the batch that was already leased).
     expect((await getReplay(replayId)).counts.delivered).toBe(paused.counts.delivered);
     expect(paused.counts.delivered).toBeLessThan(10);
@@ -287,7 +288,7 @@ describe("the executor", () => {
     expect(r.counts.delivered + r.counts.cancelled).toBe(12);
     expect(r.counts.cancelled).toBeGreaterThan(0);
     const sent = rx.requests;
-    await new Promise((res) => setTimeout(res, 600));
+    await timePasses(600, "at 4 per second, time for about two sends: a worker that ignored the cancel would make them");
     expect(rx.requests).toBe(sent);
     const letters = await sql<{ status: string; n: number }>(
       "SELECT status, count(*)::int AS n FROM dead_letters WHERE source = $1 GROUP BY status ORDER BY status",

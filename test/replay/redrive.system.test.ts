@@ -13,6 +13,7 @@ import { makeSource, uniq } from "@/test/setup/db";
 import { expireKey, makeApiKey } from "@/test/setup/http";
 import { startReceiver, type Receiver, type ReceiverOptions } from "@/test/setup/receiver";
 import { baseEnv, reservePort, startKeyward, stopServer, type Server } from "@/test/setup/server";
+import { timePasses } from "@/test/setup/time";
 
 
 const spawned: Server[] = [];
@@ -270,7 +271,7 @@ describe("re-drive", { timeout: 240_000 }, () => {
 
     const r = await waitForReplay(id, (x) => x.counts.delivering === 0 && x.counts.pending === 0);
     // Give a stray worker the chance to send what it should not, then count.
-    await new Promise((res) => setTimeout(res, 1500));
+    await timePasses(1500, "seven of the server's replay polls (200 ms) and seven sends at 5 per second: a worker that ignored the cancel would send in them");
     const after = s.receiver.snapshot().requests;
     // At most the batch the worker had already leased (its size: lib/replay/feed.ts batchSize).
     expect(after - requestsAtCancel).toBeLessThanOrEqual(batchSize(rate, concurrency));

@@ -4,6 +4,7 @@
  * and obliterates them afterwards.
  */
 import { Queue, Worker, type Job, type JobsOptions } from "bullmq";
+import { vi } from "vitest";
 import { uniq } from "./db";
 
 export const REDIS_URL = process.env.TEST_REDIS_URL ?? "redis://127.0.0.1:6379";
@@ -48,13 +49,13 @@ export async function makeFailingQueue(url = REDIS_URL): Promise<FailingQueue> {
       return w;
     },
     async waitForFailed(n, timeoutMs = 20_000) {
-      const until = Date.now() + timeoutMs;
-      for (;;) {
-        const count = await queue.getFailedCount();
-        if (count >= n) return;
-        if (Date.now() > until) throw new Error(`${name} has ${count} failed jobs, expected ${n}`);
-        await new Promise((r) => setTimeout(r, 25));
-      }
+      await vi.waitFor(
+        async () => {
+          const count = await queue.getFailedCount();
+          if (count < n) throw new Error(`${name} has ${count} failed jobs, expected ${n}`);
+        },
+        { timeout: timeoutMs, interval: 25 },
+      );
     },
     async cleanup() {
       for (const w of workers) await w.close().catch(() => {});

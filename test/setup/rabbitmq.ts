@@ -4,6 +4,7 @@
  * queues under unique names in the default vhost and deletes them afterwards: nothing is shared.
  */
 import amqp, { type Channel, type ChannelModel, type Options } from "amqplib";
+import { vi } from "vitest";
 import { uniq } from "./db";
 
 export const AMQP_URL = process.env.TEST_AMQP_URL ?? "amqp://guest:guest@127.0.0.1:5672";
@@ -67,13 +68,13 @@ export async function makeTopology(options: { ttlMs?: number } = {}): Promise<To
       }
     },
     async waitForDepth(queue, n, timeoutMs = 20_000) {
-      const until = Date.now() + timeoutMs;
-      for (;;) {
-        const { messageCount } = await ch.checkQueue(queue);
-        if (messageCount === n) return;
-        if (Date.now() > until) throw new Error(`${queue} holds ${messageCount} messages, expected ${n}`);
-        await new Promise((r) => setTimeout(r, 25));
-      }
+      await vi.waitFor(
+        async () => {
+          const { messageCount } = await ch.checkQueue(queue);
+          if (messageCount !== n) throw new Error(`${queue} holds ${messageCount} messages, expected ${n}`);
+        },
+        { timeout: timeoutMs, interval: 25 },
+      );
     },
     async cleanup() {
       for (const q of [work, dlq]) await ch.deleteQueue(q).catch(() => {});
@@ -84,13 +85,17 @@ export async function makeTopology(options: { ttlMs?: number } = {}): Promise<To
   return t;
 }
 
-/** Polls `check` until it returns a value that is not undefined (or throws after `timeoutMs`). */
-export async function eventually<T>(check: () => Promise<T | undefined>, what: string, timeoutMs = 20_000): Promise<T> {
-  const until = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await check();
-    if (v !== undefined) return v;
-    if (Date.now() > until) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
+/**
+ * Polls `check` until it returns a value that is not undefined, and answers it; after `timeoutMs` throws the
+ * last failure (`timed out waiting for <what>`, or what `check` threw: a check that fails is tried again).
+ */
+export function eventually<T>(check: () => Promise<T | undefined>, what: string, timeoutMs = 20_000): Promise<T> {
+  return vi.waitFor(
+    async () => {
+      const v = await check();
+      if (v === undefined) throw new Error(`timed out waiting for ${what}`);
+      return v;
+    },
+    { timeout: timeoutMs, interval: 50 },
+  );
 }

@@ -28,6 +28,7 @@ import { createHash, createHmac, randomUUID, timingSafeEqual } from "node:crypto
 import http from "node:http";
 import type { AddressInfo } from "node:net";
 import { Webhook } from "standardwebhooks";
+import { timePasses } from "./time";
 
 export type ReceiverOptions = {
   /** Keyward's base URL, e.g. http://127.0.0.1:3000. */
@@ -146,6 +147,8 @@ export class Receiver {
   private readonly server: http.Server;
   /** Requests being handled now (idle() waits for none). */
   private active = 0;
+  /** idle()'s waiters, called once `active` falls to 0. */
+  private idlers: (() => void)[] = [];
   /** performance.now() of each request's arrival (the bench derives the delivery rate from it). */
   readonly arrivals: number[] = [];
   /** Every request as received, in arrival order. */
@@ -161,7 +164,10 @@ export class Receiver {
           if (!res.headersSent) res.writeHead(500, { "content-type": "text/plain" });
           res.end(`receiver error: ${err.message}`);
         })
-        .finally(() => (this.active -= 1));
+        .finally(() => {
+          this.active -= 1;
+          if (this.active === 0) for (const idle of this.idlers.splice(0)) idle();
+        });
     });
     // Longer than a client's idle keep-alive (undici: 4 s), so a client never reuses a socket we are closing.
     this.server.keepAliveTimeout = 60_000;
@@ -213,11 +219,18 @@ export class Receiver {
    * counts; hanging requests (`hang`) never finish: don't wait on a hanging receiver.
    */
   async idle(timeoutMs = 60_000): Promise<void> {
-    const deadline = Date.now() + timeoutMs;
-    while (this.active > 0) {
-      if (Date.now() > deadline) throw new Error(`receiver: ${this.active} request(s) still running after ${timeoutMs} ms`);
-      await new Promise((r) => setTimeout(r, 25));
-    }
+    if (this.active === 0) return;
+    await new Promise<void>((resolve, reject) => {
+      const idle = () => {
+        clearTimeout(bound);
+        resolve();
+      };
+      const bound = setTimeout(() => {
+        this.idlers = this.idlers.filter((i) => i !== idle);
+        reject(new Error(`receiver: ${this.active} request(s) still running after ${timeoutMs} ms`));
+      }, timeoutMs);
+      this.idlers.push(idle);
+    });
   }
 
   /** Event ids processed more than once. */
@@ -277,7 +290,7 @@ export class Receiver {
       }
       return reply(res, 503, { error: "injected failure" });
     }
-    if (this.o.latencyMs) await new Promise((r) => setTimeout(r, this.o.latencyMs));
+    if (this.o.latencyMs) await timePasses(this.o.latencyMs, "the handler's latency the test asked for (latencyMs), before its claim");
 
     const original = req.headers["keyward-event-id"];
     const eventId = typeof original === "string" ? decodeURIComponent(original) : headers["webhook-id"];
@@ -327,7 +340,7 @@ export class Receiver {
       const answer = await this.keyward("/api/v1/claims", body);
       const ambiguous = answer.status === 0 || answer.status === 502 || answer.status === 503 || answer.status === 504;
       if (!ambiguous || Date.now() + delay > deadline) return answer;
-      await new Promise((r) => setTimeout(r, delay));
+      await timePasses(delay, "a client's backoff between resends of a claim whose answer was lost (claimRetryMs)");
     }
   }
 
