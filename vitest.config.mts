@@ -24,6 +24,7 @@ function tier(name: (typeof TIERS)[number]): TestProjectInlineConfiguration {
       globalSetup: [
         ...(database ? ["test/setup/template-db.ts"] : []),
         ...(name === "system" || name === "e2e" ? ["test/setup/build.ts"] : []),
+        ...(name === "e2e" ? ["test/setup/chromium-server.ts"] : []),
       ],
       setupFiles: database ? ["test/setup/setup-file.ts"] : [],
     },

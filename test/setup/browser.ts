@@ -1,25 +1,38 @@
 /** Headless Chromium for the end-to-end tests, and signing a browser context in as a console user. */
 import { randomInt } from "node:crypto";
 import { existsSync } from "node:fs";
-import { chromium, type Browser, type BrowserContext, type Page } from "playwright-core";
+import { chromium, type Browser, type BrowserContext, type BrowserServer, type Page } from "playwright-core";
+import { inject } from "vitest";
 import { cliPrincipal } from "@/lib/auth/principal";
 import { createUser } from "@/lib/auth/users";
 import { uniq } from "./db";
 
 export const CHROMIUM = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
 
-/** Debian's Chromium, headless; Playwright gives every launch a fresh, temporary profile directory. */
-export async function launchChromium(): Promise<Browser> {
+const ARGS = [
+  "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+  "--disable-background-networking", "--disable-component-update", "--disable-sync",
+];
+
+function executablePath(): string {
   if (!existsSync(CHROMIUM)) {
     throw new Error(`no Chromium at ${CHROMIUM}: install Debian's package (apt-get install chromium) or set CHROMIUM_PATH`);
   }
-  return chromium.launch({
-    executablePath: CHROMIUM,
-    args: [
-      "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-      "--disable-background-networking", "--disable-component-update", "--disable-sync",
-    ],
-  });
+  return CHROMIUM;
+}
+
+/** Debian's Chromium, headless, as a server test files connect to (chromium-server.ts, the e2e tier's set-up). */
+export function launchChromiumServer(): Promise<BrowserServer> {
+  return chromium.launchServer({ executablePath: executablePath(), args: ARGS });
+}
+
+/**
+ * The e2e tier's shared Chromium (its `close()` disconnects this file and closes the contexts it opened), or,
+ * outside that tier, a browser of the caller's own; Playwright gives every launch a fresh, temporary profile.
+ */
+export async function launchChromium(): Promise<Browser> {
+  const endpoint = inject("chromiumEndpoint");
+  return endpoint ? chromium.connect(endpoint) : chromium.launch({ executablePath: executablePath(), args: ARGS });
 }
 
 /**

@@ -16,9 +16,9 @@ process.env.KEYWARD_INLET_CONSUMER = "off";
 // Nor the late-duplicate job (it reads the whole shared audit history); its tests run it themselves.
 process.env.KEYWARD_LATE_DUPLICATES_INTERVAL_SECONDS = "0";
 
-/** The URL of this test file's own database (setup-file.ts). */
+/** The URL of this test file's own database (setup-file.ts), whatever DATABASE_URL says at the moment. */
 export function fileDatabaseUrl(): string {
-  const url = process.env.DATABASE_URL;
+  const url = process.env.KEYWARD_TEST_FILE_DATABASE_URL;
   if (!url) throw new Error("no DATABASE_URL: a test of the unit tier cannot use the database");
   return url;
 }

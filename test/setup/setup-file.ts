@@ -28,7 +28,9 @@ async function admin(sql: string): Promise<void> {
 await admin(`CREATE DATABASE "${name}" TEMPLATE "${inject("templateDatabase")}"`);
 const url = new URL(server);
 url.pathname = `/${name}`;
-process.env.DATABASE_URL = url.toString();
+// DATABASE_URL is what the library and spawned processes read (a test may point it elsewhere for a while, e.g.
+// through a pooler); KEYWARD_TEST_FILE_DATABASE_URL stays the file's own (fileDatabaseUrl in db.ts).
+process.env.DATABASE_URL = process.env.KEYWARD_TEST_FILE_DATABASE_URL = url.toString();
 
 afterAll(async () => {
   await flushClaimCounts().catch(() => {});
