@@ -146,9 +146,16 @@ describe("ambiguous failure: the answer of a committed claim is lost", () => {
       fetch: (u, init) => {
         calls++;
         bodies.push(String(init?.body));
-        // The first request reaches the server and its answer is dropped; the network heals for the retry.
-        if (calls === 1) proxy.blackholeAfter(eventId);
-        else proxy.setMode("forward");
+        // The first request reaches the server and its answer is dropped: it fails (times out) no sooner than
+        // its claim has committed, so the retry follows the commit. The network heals for the retry.
+        if (calls === 1) {
+          proxy.blackholeAfter(eventId);
+          return fetch(u, init).catch(async (err: unknown) => {
+            await expect.poll(() => sql("SELECT 1 FROM dedup_keys WHERE source = $1 AND event_id = $2", [source, eventId])).toHaveLength(1);
+            throw err;
+          });
+        }
+        proxy.setMode("forward");
         return fetch(u, init);
       },
     });
@@ -264,22 +271,33 @@ describe("withIdempotency", () => {
     expect((await first).status).toBe(200);
     expect(runs).toBe(1);
 
-    // Eight deliveries of one new event at once: exactly one runs; each other answers 409 or 200.
+    // Eight deliveries of one new event at once: exactly one runs, and it runs until the seven others are
+    // answered, so each of them answers 409 (a second run would open the gate too, and fail the count).
     const raced = uniq("wh");
     let racedRuns = 0;
+    let answered = 0;
+    let othersAnswered!: () => void;
+    const racedGate = new Promise<void>((r) => (othersAnswered = r));
     const racing = withIdempotency(
       async () => {
-        racedRuns++;
-        await new Promise((r) => setTimeout(r, 50));
+        if (++racedRuns > 1) othersAnswered();
+        await racedGate;
         return new Response("done");
       },
       { client, source, eventId: fromBody },
     );
-    const answers = await Promise.all(Array.from({ length: 8 }, () => racing(delivery(raced))));
+    const answers = await Promise.all(
+      Array.from({ length: 8 }, () =>
+        racing(delivery(raced)).then((a) => {
+          if (++answered === 7) othersAnswered();
+          return a;
+        }),
+      ),
+    );
     expect(racedRuns).toBe(1);
     const statuses = answers.map((a) => a.status);
     expect(statuses.every((s) => s === 200 || s === 409)).toBe(true);
-    expect(statuses.filter((s) => s === 409).length).toBeGreaterThanOrEqual(1);
+    expect(statuses.filter((s) => s === 409)).toHaveLength(7);
   });
 
   it("Keyward unreachable: 503 + Retry-After, and the handler does not run", async () => {

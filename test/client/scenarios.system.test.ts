@@ -8,13 +8,14 @@
  * The server runs with the Redis first line on (the machine's Redis): a duplicate it could answer from
  * Redis must still carry the saved result, and a first payload hash must still reach PostgreSQL.
  */
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { createKeywardClient, IdempotencyError, withIdempotency, type IdempotencyInfo, type KeywardClient, type WithIdempotencyOptions } from "@/lib/client";
-import { makeSource, sql, uniq } from "@/test/setup/db";
+import { makeSource, sql, uniq, untilDatabaseClockPasses } from "@/test/setup/db";
 import { makeApiKey } from "@/test/setup/http";
 import { stopServer, type Server } from "@/test/setup/server";
 import { startTestServer } from "@/test/setup/auth";
 import { startTcpProxy, type TcpProxy } from "@/test/setup/tcp-proxy";
+import { timePasses } from "@/test/setup/time";
 
 const LEASE = 3;
 const METRICS_TOKEN = "client-scenarios-metrics-token-0123456789abcdef";
@@ -101,12 +102,14 @@ async function deliverUntilAccepted(wrapped: (req: Request) => Promise<Response>
     const a = await send(wrapped, delivery(eventId));
     answers.push(a);
     if (a.status < 300) break;
-    await sleep(Math.min(4000, 1000 * Number(a.res?.headers.get("retry-after") ?? 0)) || 50);
+    const retryAfter = Math.min(4000, 1000 * Number(a.res?.headers.get("retry-after") ?? 0)) || 50;
+    await timePasses(retryAfter, "a sender waits as Retry-After says (at most 4 s; 50 ms when it says nothing) before it delivers again");
   }
   return answers;
 }
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+/** The latest of some ISO instants (a lease end the database set). */
+const latest = (instants: string[]) => [...instants].sort().at(-1)!;
 const counted = () => {
   const runs = new Map<string, number>();
   return { runs, count: (id: string) => runs.set(id, (runs.get(id) ?? 0) + 1).get(id)! };
@@ -170,8 +173,15 @@ describe("issue 25's scenarios (lease 3 s)", () => {
         const { client } = await throughProxy({
           timeoutMs: 1000,
           fetch: (proxy) => (url, init) => {
-            if (String(url).endsWith("/api/v1/claims") && ++claimCalls === 1) proxy.blackholeAfter(id);
-            else proxy.setMode("forward");
+            if (String(url).endsWith("/api/v1/claims") && ++claimCalls === 1) {
+              proxy.blackholeAfter(id);
+              // Its answer is lost, not the claim: it fails (times out) no sooner than the claim has committed.
+              return fetch(url, init).catch(async (err: unknown) => {
+                await expect.poll(() => sql("SELECT 1 FROM dedup_keys WHERE source = $1 AND event_id = $2", [source, id])).toHaveLength(1);
+                throw err;
+              });
+            }
+            proxy.setMode("forward");
             return fetch(url, init);
           },
         });
@@ -189,20 +199,29 @@ describe("issue 25's scenarios (lease 3 s)", () => {
     expect(rows).toEqual(ids.map(() => ({ duplicate_count: 0, status: "done" })));
   });
 
-  it("handler slower than the lease (4.5 s, redelivery at 3.5 s) — 5 events: one run; the redelivery waits (409), the next gets the saved response", async () => {
+  it("handler slower than the lease (still running after its claim's 3 s lease ended, redelivered then) — 5 events: one run; the redelivery waits (409), the next gets the saved response", async () => {
     const { client } = await throughProxy();
     const { runs, count } = counted();
-    const { wrapped, errors } = endpoint(client, async (req, { eventId, signal }) => {
+    const ids = Array.from({ length: 5 }, () => uniq("slow"));
+    const claimLeases: string[] = [];
+    let allIn!: () => void;
+    const inHandlers = new Promise<void>((r) => (allIn = r));
+    let finish!: () => void;
+    const redeliveredGate = new Promise<void>((r) => (finish = r));
+    const { wrapped, errors } = endpoint(client, async (req, { eventId, signal, claim }) => {
       const n = count(eventId);
-      await sleep(4500);
+      if (claimLeases.push(claim.leaseExpiresAt!) === ids.length) allIn();
+      await redeliveredGate; // still running when the redelivery, after its claim's lease ended, was answered
       expect(signal.aborted).toBe(false);
       return Response.json({ charged: eventId, run: n }, { status: 201, headers: { "x-charge": `ch_${eventId}` } });
     });
-    const ids = Array.from({ length: 5 }, () => uniq("slow"));
     const firsts = ids.map((id) => send(wrapped, delivery(id)));
-    await sleep(3500);
+    await inHandlers;
+    // The sender redelivers once every claim's 3 s lease has ended by the database's clock: only the heartbeats hold the keys.
+    await untilDatabaseClockPasses(latest(claimLeases));
     const redelivered = await Promise.all(ids.map((id) => send(wrapped, delivery(id))));
     expect(redelivered.map((a) => a.status)).toEqual(ids.map(() => 409));
+    finish();
     const first = await Promise.all(firsts);
     expect(first.map((a) => [a.status, a.replayed])).toEqual(ids.map(() => [201, false]));
     const later = await Promise.all(ids.map((id) => send(wrapped, delivery(id))));
@@ -224,29 +243,52 @@ describe("issue 25's scenarios (lease 3 s)", () => {
   });
 
   it("`complete` lost (Keyward down while the handler ran) — 5 events: retried until confirmed; the redelivery after the lease is a duplicate", async () => {
-    const { proxy, client } = await throughProxy({ retries: 0 });
+    const failedCompletes = new Set<string>();
+    const leaseEnds: string[] = []; // every lease end Keyward confirmed to these runs: their claims' and extensions'
+    const { proxy, client } = await throughProxy({
+      retries: 0,
+      fetch: () => async (url, init) => {
+        const path = String(url);
+        try {
+          const res = await fetch(url, init);
+          if (res.ok && /\/api\/v1\/claims(\/extend)?$/.test(path)) {
+            const { leaseExpiresAt } = (await res.clone().json()) as { leaseExpiresAt?: string };
+            if (leaseExpiresAt) leaseEnds.push(leaseExpiresAt);
+          }
+          return res;
+        } catch (err) {
+          if (path.endsWith("/complete")) failedCompletes.add((JSON.parse(String(init?.body)) as { eventId: string }).eventId);
+          throw err;
+        }
+      },
+    });
     const { runs, count } = counted();
     const ids = Array.from({ length: 5 }, () => uniq("lostcomplete"));
     let entered = 0;
     let allIn!: () => void;
     const inHandlers = new Promise<void>((r) => (allIn = r));
+    let down!: () => void;
+    const keywardDown = new Promise<void>((r) => (down = r));
     const { wrapped, errors } = endpoint(client, async (req, { eventId }) => {
       count(eventId);
       if (++entered === ids.length) allIn();
-      await inHandlers;
-      await sleep(600); // returns while Keyward is down: its first completes fail
+      await keywardDown; // returns while Keyward is down: its first completes fail
       return Response.json({ charged: eventId });
     });
     const firsts = ids.map((id) => send(wrapped, delivery(id)));
     await inHandlers;
     proxy.setMode("refuse");
-    await sleep(1500);
+    down();
+    // Keyward comes back once every run's complete has failed at least once.
+    await expect.poll(() => failedCompletes.size).toBe(ids.length);
     proxy.setMode("forward");
     const first = await Promise.all(firsts);
     expect(first.map((a) => a.status)).toEqual(ids.map(() => 200));
     expect((await keyStates(ids)).map((k) => [k.status, k.result_status])).toEqual(ids.map(() => ["done", 200]));
     expect(errors.filter(([, phase]) => phase === "complete")).toEqual([]); // confirmed, not given up
-    await sleep(3500 - 2100); // the sender redelivers 3.5 s after the first delivery, past the 3 s lease
+    // The sender redelivers once every lease these runs held has ended by the database's clock.
+    expect(leaseEnds.length).toBeGreaterThanOrEqual(ids.length);
+    await untilDatabaseClockPasses(latest(leaseEnds));
     const again = await Promise.all(ids.map((id) => send(wrapped, delivery(id))));
     for (const [i, a] of again.entries()) {
       expect([a.status, a.replayed]).toEqual([200, true]);
@@ -258,11 +300,16 @@ describe("issue 25's scenarios (lease 3 s)", () => {
   it("`complete`'s answer lost once: the retry is confirmed (a no-op), and nothing runs twice", async () => {
     const id = uniq("lostanswer");
     let completes = 0;
+    let healed: Promise<void> | undefined;
     const { client } = await throughProxy({
       fetch: (proxy) => (url, init) => {
         if (String(url).endsWith("/complete") && ++completes === 1) {
           proxy.blackholeAfter(`"claimToken"`);
-          setTimeout(() => proxy.setMode("forward"), 200); // only this request's answer is lost
+          // Only this request's answer is lost: the network heals once it has completed the key.
+          healed = expect
+            .poll(async () => (await keyStates([id])).map((k) => k.status))
+            .toEqual(["done"])
+            .then(() => proxy.setMode("forward"));
         }
         return fetch(url, init);
       },
@@ -270,6 +317,7 @@ describe("issue 25's scenarios (lease 3 s)", () => {
     let runs = 0;
     const { wrapped, errors } = endpoint(client, async () => (runs++, Response.json({ ok: id })));
     expect((await send(wrapped, delivery(id))).status).toBe(200);
+    await healed;
     expect(completes).toBeGreaterThanOrEqual(2);
     expect(errors).toEqual([]);
     const dup = await send(wrapped, delivery(id));
@@ -319,11 +367,13 @@ describe("issue 25's scenarios (lease 3 s)", () => {
     let reason: unknown;
     let entered!: () => void;
     const inHandler = new Promise<void>((r) => (entered = r));
+    let heal!: () => void;
+    const healed = new Promise<void>((r) => (heal = r));
     const { wrapped } = endpoint(client, async (req, { signal }) => {
       entered();
       await new Promise<void>((r) => signal.addEventListener("abort", () => r()));
       reason = signal.reason;
-      while (proxy.mode() !== "forward") await sleep(50);
+      await healed; // returns once Keyward is reachable again
       return Response.json({ charged: id });
     });
     const answer = send(wrapped, delivery(id));
@@ -332,6 +382,7 @@ describe("issue 25's scenarios (lease 3 s)", () => {
     await expect.poll(() => reason, { timeout: 10_000 }).toBeInstanceOf(IdempotencyError);
     expect((reason as IdempotencyError).code).toBe("lease_unconfirmed");
     proxy.setMode("forward");
+    heal();
     const r = await answer;
     expect(r.status).toBe(200);
     expect((await keyStates([id])).map((k) => k.status)).toEqual(["done"]);
@@ -398,13 +449,18 @@ describe("with the Redis first line on", () => {
     const plain = uniq("redis");
     await direct.claim({ source, eventId: plain, eventType: "t" });
     // The control: duplicates of a key without a result are answered from Redis once it is in use.
-    let hits = 0;
-    for (let i = 0; i < 100 && hits === 0; i++) {
-      const before = (await redisLookups()).hit ?? 0;
-      expect((await direct.claim({ source, eventId: plain, eventType: "t" })).outcome).toBe("duplicate");
-      hits = ((await redisLookups()).hit ?? 0) - before;
-      if (hits === 0) await sleep(50);
-    }
+    const outcomes: string[] = [];
+    const hits = await vi.waitFor(
+      async () => {
+        const before = (await redisLookups()).hit ?? 0;
+        outcomes.push((await direct.claim({ source, eventId: plain, eventType: "t" })).outcome);
+        const n = ((await redisLookups()).hit ?? 0) - before;
+        if (n === 0) throw new Error("the duplicate was not answered from Redis yet");
+        return n;
+      },
+      { timeout: 10_000, interval: 50 },
+    );
+    expect(outcomes).toEqual(outcomes.map(() => "duplicate"));
     expect(hits).toBe(1);
 
     const saved = uniq("redis");
