@@ -119,6 +119,9 @@ export async function startServer(options: { build?: boolean } = {}): Promise<vo
   }
   const address = server.address();
   const port = typeof address === "object" && address ? address.port : env.PORT;
+  // PORT=0 lets the kernel choose; what builds this server's own URL later (sign-on redirects, links in
+  // notifications) reads PORT, so it says the port actually bound.
+  if (env.PORT === 0) process.env.PORT = String(port);
   console.log(`[keyward] console and API on http://${env.HOSTNAME}:${port}`);
   const log = (msg: string) => console.error(`[keyward] ${msg}`);
   // The database listener (the API-key cache's evictions, the Redis namespace) needs a direct connection:
