@@ -12,7 +12,6 @@
  * - §14 the event page's headline tells the whole story, links replay and dead-letter ids, and names the
  *   source that knows an id unknown under the chosen one.
  */
-import { readFile } from "node:fs/promises";
 import type { Page } from "playwright-core";
 import { afterAll, describe, expect, it } from "vitest";
 import { cliPrincipal } from "@/lib/auth/principal";
@@ -146,8 +145,10 @@ describe("replay operations in Chromium", () => {
     expect(await attempt.first().getByRole("link").getAttribute("href")).toBe(`/replays/${id}`);
     // The raw bytes, exactly as stored.
     const [download] = await Promise.all([page.waitForEvent("download"), page.getByRole("button", { name: "Download raw bytes" }).click()]);
-    const file = await download.path();
-    expect((await readFile(file!)).toString("utf8")).toBe(payloadOf(events[0]));
+    // The browser is the tier's shared server (test/setup/chromium-server.ts): the file is read through Playwright.
+    const chunks: Buffer[] = [];
+    for await (const chunk of await download.createReadStream()) chunks.push(chunk as Buffer);
+    expect(Buffer.concat(chunks).toString("utf8")).toBe(payloadOf(events[0]));
 
     // Many attempts: the first page, then Load more brings the rest (newest first).
     await sql(
