@@ -16,6 +16,7 @@ import { makeSource, sql, uniq, untilDatabaseClockPasses } from "@/test/setup/db
 import { makeApiKey } from "@/test/setup/http";
 import { stopServer, type Server } from "@/test/setup/server";
 import { call, signedInUser, startTestServer } from "@/test/setup/auth";
+import { timePasses } from "@/test/setup/time";
 
 const spawned: Server[] = [];
 let baseUrl: string;
@@ -210,7 +211,7 @@ describe("CSV export", () => {
     const reader = stream.getReader();
     const first = await reader.read();
     expect(first.done).toBe(false);
-    await new Promise((r) => setTimeout(r, 300)); // a reader that pauses: nothing is read ahead meanwhile
+    await timePasses(300, "a reader that pauses: nothing is read ahead meanwhile");
     expect(batches.length).toBeLessThanOrEqual(2);
     let bytes = first.value!.byteLength;
     for (let chunk = await reader.read(); !chunk.done; chunk = await reader.read()) bytes += chunk.value.byteLength;

@@ -153,8 +153,12 @@ describe("secrets stay out of answers and logs", () => {
       const everything = res.text + JSON.stringify([...res.headers]);
       for (const s of secrets) expect(everything).not.toContain(s);
     }
-    // Give the server a moment to flush what it prints about these requests.
-    await new Promise((r) => setTimeout(r, 200));
+    // All the server ever printed, its shutdown included: stopped, and its output read until its pipes closed
+    // (what it prints about a request may come after the answer). The file's last test: nothing runs after it.
+    const { stdout, stderr } = server.child;
+    const closed = stdout!.closed && stderr!.closed ? Promise.resolve() : new Promise((r) => server.child.once("close", r));
+    await stopServer(server);
+    await closed;
     for (const s of secrets) expect(server.output()).not.toContain(s);
   });
 });

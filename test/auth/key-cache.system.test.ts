@@ -16,6 +16,7 @@ import { makeSource, sql, fileDatabaseUrl } from "@/test/setup/db";
 import { makeApiKey } from "@/test/setup/http";
 import { stopServer, type Server } from "@/test/setup/server";
 import { startTcpProxy, type TcpProxy } from "@/test/setup/tcp-proxy";
+import { timePasses } from "@/test/setup/time";
 
 vi.setConfig({ testTimeout: 60_000 });
 
@@ -26,8 +27,6 @@ let a: TestServer;
 let b: TestServer;
 let admin: { cookie: string };
 let source: string;
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 type CacheState = { trusted: boolean; hits: number; misses: number };
 
@@ -47,12 +46,13 @@ async function cacheState(server: TestServer): Promise<CacheState> {
  * pings only while the cache is in use, so waiting for trust keeps it in use (a request with a bad key).
  */
 async function untilTrusted(server: TestServer, want: boolean): Promise<void> {
-  for (let i = 0; i < 400; i++) {
-    if (want) await call(server.baseUrl, "POST", "/api/v1/claims", { key: "kw_000000000000_" + "x".repeat(43), body: {} });
-    if ((await cacheState(server)).trusted === want) return;
-    await sleep(50);
-  }
-  throw new Error(`the API-key cache of ${server.baseUrl} never became ${want ? "trusted" : "untrusted"}`);
+  await vi.waitFor(
+    async () => {
+      if (want) await call(server.baseUrl, "POST", "/api/v1/claims", { key: "kw_000000000000_" + "x".repeat(43), body: {} });
+      expect((await cacheState(server)).trusted, `the API-key cache of ${server.baseUrl} is ${want ? "trusted" : "untrusted"}`).toBe(want);
+    },
+    { timeout: 20_000, interval: 50 },
+  );
 }
 
 let seq = 0;
@@ -105,7 +105,7 @@ describe("API-key cache across servers", () => {
 
     await revokeThrough(a, id);
     expect(await claim(a, key)).toBe(401); // at once where it was revoked
-    await sleep(REVOCATION_BOUND_MS);
+    await timePasses(REVOCATION_BOUND_MS, "the revocation bound: from here on B must refuse the key on every request");
     for (let i = 0; i < 5; i++) expect(await claim(b, key)).toBe(401);
   });
 

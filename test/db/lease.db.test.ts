@@ -8,8 +8,7 @@ import pg from "pg";
 import { describe, expect, it } from "vitest";
 import { releaseLease, renewLease, takeLease, withLease } from "@/lib/db/lease";
 import { sql, uniq } from "@/test/setup/db";
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+import { timePasses } from "@/test/setup/time";
 
 describe("leases", () => {
   it("one holder at a time; the holder may take it again (renew); release frees it", async () => {
@@ -59,7 +58,7 @@ describe("leases", () => {
     const name = uniq("job");
     const outcome = await withLease(name, 0.6, async (lease) => {
       expect((await withLease(name, 0.6, async () => "second")).held).toBe(false);
-      await sleep(1500); // 2.5 lease lengths: only renewal keeps it
+      await timePasses(1500, "2.5 lease lengths (0.6 s): without renewal the lease would have lapsed and the intruder would take it");
       expect(await takeLease(name, "intruder", 60)).toBe(false);
       expect(lease.lost.aborted).toBe(false);
       return "done";

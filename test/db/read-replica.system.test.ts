@@ -8,7 +8,7 @@
  */
 import { z } from "zod";
 import pg from "pg";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { searchAudit } from "@/lib/audit/search";
 import { auditSearchQuery } from "@/lib/audit/schema";
 import { claimEvent } from "@/lib/claims/claim";
@@ -18,6 +18,7 @@ import { readQuery, readStatus, resetReadStatus } from "@/lib/db/read";
 import { makeSource, sql, uniq } from "@/test/setup/db";
 import { startPrimaryAndReplica, type PrimaryAndReplica } from "@/test/setup/pg-replica";
 import { startTcpProxy, type TcpProxy } from "@/test/setup/tcp-proxy";
+import { timePasses } from "@/test/setup/time";
 
 const ENV = [
   "DATABASE_URL",
@@ -40,19 +41,20 @@ beforeAll(async () => {
   await admin.end();
   await migrate(servers.primary.url("keyward"));
   replicaAdmin = new pg.Client({ connectionString: servers.replica.url("keyward") });
-  // The migrated schema reaches the replica by streaming.
-  for (let deadline = Date.now() + 30_000; ; ) {
-    const c = new pg.Client({ connectionString: servers.replica.url("keyward") });
-    const ok = await c
-      .connect()
-      .then(() => c.query<{ ok: boolean }>("SELECT to_regclass('public.audit_events') IS NOT NULL AS ok"))
-      .then((r) => r.rows[0].ok)
-      .catch(() => false)
-      .finally(() => c.end().catch(() => {}));
-    if (ok) break;
-    if (Date.now() > deadline) throw new Error("the replica never received the schema");
-    await new Promise((r) => setTimeout(r, 200));
-  }
+  // The migrated schema reaches the replica by streaming (the database itself first, so a connection may fail).
+  await vi.waitFor(
+    async () => {
+      const c = new pg.Client({ connectionString: servers.replica.url("keyward") });
+      try {
+        await c.connect();
+        const { rows } = await c.query<{ ok: boolean }>("SELECT to_regclass('public.audit_events') IS NOT NULL AS ok");
+        expect(rows[0].ok, "the replica has the migrated schema").toBe(true);
+      } finally {
+        await c.end().catch(() => {});
+      }
+    },
+    { timeout: 30_000, interval: 200 },
+  );
   await replicaAdmin.connect();
   proxy = await startTcpProxy({ host: "127.0.0.1", port: servers.replica.port });
   await closeDb();
@@ -109,9 +111,16 @@ describe("KEYWARD_READ_DATABASE_URL: audit search on a streaming replica", () =>
     })();
     try {
       const paused = await expectServedByReplica(source);
-      // Replayed, it is there; so is every claim the primary took meanwhile.
+      // Replayed, it is there; so is every claim the primary took meanwhile, once the replica has replayed
+      // the primary's WAL up to the moment they were all answered (claims go on: the newest may still lag).
       await expect.poll(async () => (await search(source, paused)).length, { timeout: 15_000, interval: 100 }).toBe(1);
-      for (let i = 0; i < 5; i++) expect(await search(source, made[Math.floor(Math.random() * (made.length - 1))])).toHaveLength(1);
+      await expect.poll(() => made.length).toBeGreaterThan(0);
+      const taken = made.slice();
+      const [{ lsn }] = await sql<{ lsn: string }>("SELECT pg_current_wal_lsn()::text AS lsn");
+      const replayedUpTo = async () =>
+        (await replicaAdmin.query<{ caught: boolean }>("SELECT pg_last_wal_replay_lsn() >= $1::pg_lsn AS caught", [lsn])).rows[0].caught;
+      await expect.poll(replayedUpTo, { timeout: 15_000, interval: 100 }).toBe(true);
+      for (let i = 0; i < 5; i++) expect(await search(source, taken[Math.floor(Math.random() * taken.length)])).toHaveLength(1);
     } finally {
       stop = true;
       await claims;
@@ -131,7 +140,7 @@ describe("KEYWARD_READ_DATABASE_URL: audit search on a streaming replica", () =>
     } finally {
       proxy.setMode("forward");
     }
-    await new Promise((r) => setTimeout(r, 1100)); // KEYWARD_READ_RETRY_SECONDS = 1
+    await timePasses(1100, "KEYWARD_READ_RETRY_SECONDS = 1: once it has passed, reads try the replica again");
     expect(readStatus().target).toBe("replica");
     await expectServedByReplica(source);
   }, 60_000);
@@ -155,7 +164,7 @@ describe("KEYWARD_READ_DATABASE_URL: audit search on a streaming replica", () =>
     } finally {
       proxy.setMode("forward");
     }
-    await new Promise((r) => setTimeout(r, 1100));
+    await timePasses(1100, "KEYWARD_READ_RETRY_SECONDS = 1: once it has passed, reads try the replica again");
     await expectServedByReplica(source);
   }, 60_000);
 

@@ -128,16 +128,31 @@ afterAll(async () => {
 
 const claim = (eventId: string) => call(baseUrl, "POST", "/api/v1/claims", { key: claimsKey, body: { source, eventId, eventType: "t" } });
 
-/** Claims in a loop until told to stop: each round 5 first claims, each claimed again 4 times (Redis answers those), and a batch. */
+/** When Prometheus last scraped the server (epoch seconds; 0 before its first scrape). */
+async function lastScrape(): Promise<number> {
+  return Number((await promQuery('timestamp(up{job="keyward"})')).data?.result[0]?.value[1] ?? 0);
+}
+
+/**
+ * Claims in a loop until told to stop: each round 5 first claims, each claimed again 4 times (Redis answers
+ * those), and a batch. A round ends no sooner than Prometheus' next scrape, so every scrape finds new
+ * claims (what the rates draw) and the loop leaves the machine's two cores to the server and Prometheus.
+ */
 function keepClaiming(): void {
   traffic = { stop: false };
   traffic.done = (async () => {
     while (!traffic.stop) {
+      const scraped = await lastScrape();
       const ids = Array.from({ length: 5 }, () => uniq("evt"));
       await Promise.all(ids.map(claim));
       for (let i = 0; i < 4; i++) await Promise.all(ids.map(claim));
       await call(baseUrl, "POST", "/api/v1/claims/batch", { key: claimsKey, body: { source, events: [{ eventId: uniq("b"), eventType: "t" }] } });
-      await new Promise((r) => setTimeout(r, 100));
+      await vi.waitFor(
+        async () => {
+          if (!traffic.stop) expect(await lastScrape()).toBeGreaterThan(scraped);
+        },
+        { timeout: 30_000, interval: 100 },
+      );
     }
   })();
 }

@@ -16,7 +16,7 @@ import net from "node:net";
 import os from "node:os";
 import path from "node:path";
 import pg from "pg";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { embeddedStatus } from "@/lib/db/embedded";
 import { baseEnv, BIN, reservePort, ROOT, startKeyward, stopEmbeddedPostgres, stopServer, type Server } from "@/test/setup/server";
 import type { Json } from "@/test/setup/json";
@@ -191,14 +191,23 @@ describe("keyward start on the embedded database", () => {
     expect(embeddedStatus(dataDir).pid).toBeUndefined();
   }, 300_000);
 
-  it("a CLI command run 0.5 s after `keyward start` on a new data directory waits for it and succeeds", async () => {
+  it("a CLI command run while `keyward start` creates the cluster on a new data directory waits for it and succeeds", async () => {
     const fresh = await mkdtemp(path.join(os.tmpdir(), "keyward-e2e-fresh-"));
     const saved = dataDir;
     dataDir = fresh;
     try {
       const starting = startServer();
       starting.catch(() => {});
-      await new Promise((r) => setTimeout(r, 500));
+      // The server is in start-up, holding the data directory's lock: it has begun creating the cluster.
+      const booting = spawned[spawned.length - 1];
+      // (A server that exits instead fails the wait at once, with its output.)
+      await Promise.race([
+        starting.then(() => {}),
+        vi.waitFor(() => expect(booting.output()).toContain("creating the embedded PostgreSQL cluster (initdb)"), {
+          timeout: EMBEDDED_START_MS,
+          interval: 50,
+        }),
+      ]);
       const created = await keyward("user", "create", "early", "--role", "admin", "--generate-password");
       expect(created.stderr).not.toMatch(/failed|error/i);
       expect(created.code, created.stderr).toBe(0);

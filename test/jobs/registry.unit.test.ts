@@ -2,6 +2,7 @@
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { startJobs, type Job, type Jobs } from "@/lib/jobs/registry";
 import { startHeartbeat } from "@/lib/jobs/heartbeat";
+import { timePasses } from "@/test/setup/time";
 
 const started: Jobs[] = [];
 afterEach(async () => {
@@ -12,23 +13,34 @@ function start(jobs: Job[], log: (msg: string) => void = () => {}): Jobs {
   started.push(j);
   return j;
 }
-const pause = (ms: number) => new Promise((r) => setTimeout(r, ms));
+/** Resolves when `signal` is aborted (at once if it is). */
+const aborted = (signal: AbortSignal) =>
+  new Promise<void>((resolve) => (signal.aborted ? resolve() : signal.addEventListener("abort", () => resolve(), { once: true })));
 
-/** A job that records each pass and how many of its passes were running at once. */
-function counted(name: string, everyMs: number, passMs: number) {
+/**
+ * A job that records each pass and how many of its passes were running at once. Each pass lasts `passMs`,
+ * or, with `passMs` "gated", until the test calls `endPass()`.
+ */
+function counted(name: string, everyMs: number, passMs: number | "gated") {
   const seen = { passes: 0, running: 0, maxRunning: 0 };
+  const ends: (() => void)[] = [];
   const job: Job = {
     name,
     everyMs,
     async run() {
       seen.running++;
       seen.maxRunning = Math.max(seen.maxRunning, seen.running);
-      await pause(passMs);
+      if (passMs === "gated") await new Promise<void>((resolve) => ends.push(resolve));
+      else await timePasses(passMs, "a pass that takes time: one outlasting its interval is what overlap would need");
       seen.running--;
       seen.passes++;
     },
   };
-  return { job, seen };
+  const endPass = () => {
+    expect(ends.length, "a pass is waiting to end").toBeGreaterThan(0);
+    ends.shift()!();
+  };
+  return { job, seen, endPass };
 }
 
 describe("startJobs", () => {
@@ -59,19 +71,24 @@ describe("startJobs", () => {
   });
 
   it("wake(name) runs an idle job's pass at once, and a busy job's right after its pass, never two at a time", async () => {
-    const { job, seen } = counted("hourly", 3_600_000, 20);
+    const { job, seen, endPass } = counted("hourly", 3_600_000, "gated");
     const jobs = start([job]);
     jobs.wake("hourly");
+    await vi.waitFor(() => expect(seen.running).toBe(1), { timeout: 5000, interval: 5 });
+    endPass();
     await vi.waitFor(() => expect(seen.passes).toBe(1), { timeout: 5000, interval: 5 });
     jobs.wake("hourly");
-    await vi.waitFor(() => expect(seen.running).toBe(1), { timeout: 5000, interval: 1 });
+    await vi.waitFor(() => expect(seen.running).toBe(1), { timeout: 5000, interval: 5 });
     jobs.wake("hourly"); // during the pass: once more after it
+    endPass();
+    await vi.waitFor(() => expect({ passes: seen.passes, running: seen.running }).toEqual({ passes: 2, running: 1 }), { timeout: 5000, interval: 5 });
+    endPass();
     await vi.waitFor(() => expect(seen.passes).toBe(3), { timeout: 5000, interval: 5 });
     expect(seen.maxRunning).toBe(1);
     jobs.wake("no such job"); // ignored
     await jobs.stop();
     jobs.wake("hourly"); // after stop: nothing
-    await pause(30);
+    await timePasses(30, "a wake arms a 0 ms timer: had it armed one after stop, its pass would have run by now");
     expect(seen.passes).toBe(3);
   });
 
@@ -109,9 +126,9 @@ describe("startJobs", () => {
           passes++;
           signalSeen = signal;
           inPass?.();
-          // Work in batches until told to stop, then finish the batch in hand.
-          while (!signal.aborted) await pause(5);
-          await pause(20);
+          // Work until told to stop, then finish the batch in hand, which outlasts the abort.
+          await aborted(signal);
+          await timePasses(20, "the batch in hand still takes time after the abort: stop() must wait for it");
           finishedAfterAbort = true;
         },
       },
@@ -122,7 +139,7 @@ describe("startJobs", () => {
     expect(signalSeen?.aborted).toBe(true);
     expect(finishedAfterAbort).toBe(true);
     expect(jobs.running()).toBeUndefined();
-    await pause(50); // several intervals: a stopped registry arms nothing
+    await timePasses(50, "several 5 ms intervals: a stopped registry arms nothing");
     expect(passes).toBe(1);
     await jobs.stop(); // idempotent
   });
@@ -131,7 +148,7 @@ describe("startJobs", () => {
     const { job, seen } = counted("idle", 40, 1);
     const jobs = start([job]);
     await jobs.stop();
-    await pause(100);
+    await timePasses(100, "past the 40 ms interval: the cancelled pass never runs");
     expect(seen.passes).toBe(0);
   });
 
@@ -175,7 +192,7 @@ describe("startJobs", () => {
           everyMs: 5,
           async run(signal) {
             inPass?.();
-            while (!signal.aborted) await pause(5);
+            await aborted(signal);
             order.push("pass ended");
           },
           async stop() {
@@ -212,7 +229,7 @@ describe("startHeartbeat", () => {
       beats++;
       running++;
       maxRunning = Math.max(maxRunning, running);
-      await pause(20);
+      await timePasses(20, "a beat outlasting its 5 ms interval: the ticks meanwhile must be skipped");
       running--;
       ended++;
       if (beats === 1) throw new Error("a failed beat");
@@ -222,7 +239,7 @@ describe("startHeartbeat", () => {
     expect(maxRunning).toBe(1);
     expect(ended).toBe(beats);
     const after = beats;
-    await pause(40);
+    await timePasses(40, "several 5 ms intervals: a stopped heartbeat beats no more");
     expect(beats).toBe(after);
   });
 

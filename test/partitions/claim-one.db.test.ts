@@ -8,7 +8,7 @@
  */
 import { connectionDb } from "@/lib/db/transaction";
 import pg from "pg";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { CLAIM_PARTITIONED_ONE_SQL, CLAIM_PARTITIONED_SQL, claimEvent, claimEvents, claimStatement } from "@/lib/claims/claim";
 import type { ClaimResult } from "@/lib/claims/schema";
 import { makeSource, sql, uniq, fileDatabaseUrl } from "@/test/setup/db";
@@ -218,7 +218,15 @@ describe("partition mode: the one-event claim", () => {
     const ids = Array.from({ length: 20 }, (_, i) => `${uniq("churn")}-${i}`);
     await claimEvents({ source, events: ids.map((eventId) => ({ eventId, eventType: "t" })) });
     let stop = false;
-    // Each extension moves every key a day further on (a new partition each time), as a preflight would.
+    const outcomes: string[] = [];
+    const CLAIMERS = 8;
+    // Claims answered by each claimer, and which claimers are done.
+    const answered = Array.from({ length: CLAIMERS }, () => 0);
+    const done = Array.from({ length: CLAIMERS }, () => false);
+    // Each extension moves every key a day further on (a new partition each time), as a preflight would. A
+    // claim retries a moved key a bounded number of times (DEFAULT_SERIALIZATION_ATTEMPTS, lib/db/sql.ts),
+    // so the next extension waits until every claimer has answered since the last one: a claim meets at most
+    // one extension in flight, however slowly the machine runs it.
     const extender = (async () => {
       let days = 3;
       while (!stop && days < 12) {
@@ -239,11 +247,12 @@ describe("partition mode: the one-event claim", () => {
         } finally {
           c.release();
         }
-        await new Promise((r) => setTimeout(r, 30));
+        const since = [...answered];
+        const caughtUp = () => answered.every((n, w) => done[w] || n > since[w]);
+        await vi.waitFor(() => expect(stop || caughtUp(), "every claimer answered since the last extension").toBe(true), { timeout: 30_000, interval: 5 });
       }
     })();
-    const outcomes: string[] = [];
-    const claimers = Array.from({ length: 8 }, async (_, w) => {
+    const claimers = Array.from({ length: CLAIMERS }, async (_, w) => {
       for (let round = 0; round < 12; round++) {
         const id = ids[(w * 5 + round) % ids.length];
         const got =
@@ -251,7 +260,9 @@ describe("partition mode: the one-event claim", () => {
             ? await claimEvents({ source, events: [id, ids[(w + round + 7) % ids.length]].map((eventId) => ({ eventId, eventType: "t" })) }, {}, connectionDb(wide))
             : [await claimEvent({ source, eventId: id, eventType: "t" }, {}, connectionDb(wide))];
         outcomes.push(...got.map((r) => r.outcome));
+        answered[w]++;
       }
+      done[w] = true;
     });
     try {
       await Promise.all(claimers);

@@ -231,11 +231,19 @@ describe("deployment behind PgBouncer (transaction pooling, 4 server connections
       cacheKeys: true,
     });
     try {
-      for (let i = 0; i < 40; i++) {
-        keepListenerAwake();
-        expect(cacheTrusted()).toBe(false); // every key is read from the database
-        await new Promise((r) => setTimeout(r, 100));
-      }
+      // Never trusted (every key is read from the database), from its start until it has told that it is
+      // behind a pooler: a backend that changed between pings, or no notification from another session.
+      let trustedOnce = false;
+      await vi.waitFor(
+        () => {
+          keepListenerAwake();
+          trustedOnce ||= cacheTrusted();
+          expect(logs.join("\n")).toContain("API-key cache off: its listener does not receive notifications from other sessions");
+        },
+        { timeout: 30_000, interval: 50 },
+      );
+      expect(trustedOnce).toBe(false);
+      expect(cacheTrusted()).toBe(false);
     } finally {
       await through.stop();
     }
@@ -247,13 +255,14 @@ describe("deployment behind PgBouncer (transaction pooling, 4 server connections
       cacheKeys: true,
     });
     try {
-      let trusted = false;
-      for (let i = 0; i < 200 && !trusted; i++) {
-        keepListenerAwake();
-        trusted = cacheTrusted();
-        if (!trusted) await new Promise((r) => setTimeout(r, 50));
-      }
-      expect(trusted).toBe(true); // the control: the same listener on a direct connection
+      // The control: the same listener on a direct connection comes to trust itself.
+      await vi.waitFor(
+        () => {
+          keepListenerAwake();
+          expect(cacheTrusted()).toBe(true);
+        },
+        { timeout: 10_000, interval: 50 },
+      );
     } finally {
       await direct.stop();
     }
@@ -314,21 +323,24 @@ describe("deployment behind PgBouncer (transaction pooling, 4 server connections
     await insertKeys(source, 30_000, "now() - interval '1 hour' + i * interval '1 ms'");
     await insertKeys(source, 50, "now() + interval '1 hour'", "live");
 
-    // While both schedules try every second, manual runs on both servers at once, every 100 ms, until
-    // the backlog is gone and some manual run both got the lease and was refused it.
+    // While both schedules try every second, manual runs on both servers at once, a round at most every
+    // 100 ms, until the backlog is gone and some manual run both got the lease and was refused it.
     const manual: { status: number; body: Json }[] = [];
     const expired = async () =>
       (await sql<{ n: number }>("SELECT count(*)::int AS n FROM dedup_keys WHERE source = $1 AND expires_at < now()", [source]))[0].n;
-    const until = Date.now() + 60_000;
-    while (Date.now() < until) {
-      manual.push(
-        ...(await Promise.all(
-          servers.map(({ baseUrl }) => call(baseUrl, "POST", "/api/v1/maintenance/prune", { key: operatorKey, body: { batchSize: 300, pauseMs: 5 } })),
-        )),
-      );
-      if (manual.some((m) => "run" in (m.body ?? {})) && manual.some((m) => "skipped" in (m.body ?? {})) && (await expired()) === 0) break;
-      await new Promise((r) => setTimeout(r, 100));
-    }
+    await vi.waitFor(
+      async () => {
+        manual.push(
+          ...(await Promise.all(
+            servers.map(({ baseUrl }) => call(baseUrl, "POST", "/api/v1/maintenance/prune", { key: operatorKey, body: { batchSize: 300, pauseMs: 5 } })),
+          )),
+        );
+        expect(manual.some((m) => "run" in (m.body ?? {})), "a manual run got the lease").toBe(true);
+        expect(manual.some((m) => "skipped" in (m.body ?? {})), "a manual run was refused it").toBe(true);
+        expect(await expired(), "expired keys left").toBe(0);
+      },
+      { timeout: 60_000, interval: 100 },
+    );
     expect(manual.map((m) => m.status)).toEqual(manual.map(() => 200));
     expect(manual.filter((m) => "skipped" in m.body).length).toBeGreaterThan(0);
     expect(manual.filter((m) => "run" in m.body).length).toBeGreaterThan(0);

@@ -9,6 +9,7 @@ import { chownSync, mkdtempSync, openSync, readdirSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import pg from "pg";
+import { vi } from "vitest";
 import { reservePort } from "./server";
 
 export type PgServer = { port: number; pid: number; url: (database?: string) => string; stop: () => Promise<void> };
@@ -26,21 +27,20 @@ function owner(): { uid?: number; gid?: number } {
   return { uid, gid };
 }
 
+/** Resolves once the server at `url` answers a query; fails with the last connection error after `timeoutMs`. */
 async function untilAccepting(url: string, timeoutMs = 30_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const c = new pg.Client({ connectionString: url, connectionTimeoutMillis: 1000 });
-    try {
-      await c.connect();
-      await c.query("SELECT 1");
-      return;
-    } catch (err) {
-      if (Date.now() > deadline) throw err;
-      await new Promise((r) => setTimeout(r, 200));
-    } finally {
-      await c.end().catch(() => {});
-    }
-  }
+  await vi.waitFor(
+    async () => {
+      const c = new pg.Client({ connectionString: url, connectionTimeoutMillis: 1000 });
+      try {
+        await c.connect();
+        await c.query("SELECT 1");
+      } finally {
+        await c.end().catch(() => {});
+      }
+    },
+    { timeout: timeoutMs, interval: 200 },
+  );
 }
 
 function startServer(dataDir: string, socketDir: string, port: number, log: string, extra: string[]): ChildProcess {

@@ -2,6 +2,7 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import net from "node:net";
 import path from "node:path";
+import { expect, vi } from "vitest";
 
 export const ROOT = path.resolve(import.meta.dirname, "../..");
 export const BIN = path.join(ROOT, "bin/keyward.cjs");
@@ -83,15 +84,16 @@ export function startKeyward(env: NodeJS.ProcessEnv, spawned: Server[] = [], tim
   });
 }
 
+/** SIGTERM, and the exit code once it has exited; a server still running 15 s later is killed (SIGKILL: null). */
 export async function stopServer(s: Server | undefined): Promise<number | null> {
   if (!s || s.child.exitCode !== null || s.child.signalCode !== null) return s?.child.exitCode ?? null;
   s.child.kill("SIGTERM");
-  const code = await Promise.race([s.exited, new Promise<"timeout">((r) => setTimeout(() => r("timeout"), 15_000))]);
-  if (code === "timeout") {
-    s.child.kill("SIGKILL");
-    return s.exited;
+  const kill = setTimeout(() => s.child.kill("SIGKILL"), 15_000);
+  try {
+    return await s.exited;
+  } finally {
+    clearTimeout(kill);
   }
-  return code;
 }
 
 /**
@@ -108,13 +110,23 @@ export async function stopEmbeddedPostgres(dataDir: string | undefined): Promise
   } catch {
     return;
   }
-  for (let i = 0; i < 300; i++) {
-    try {
-      process.kill(pid, 0);
-    } catch {
-      return;
-    }
-    await new Promise((r) => setTimeout(r, 50));
+  // Not this process's child: no exit event, so its pid is watched until it is gone (15 s, then SIGKILL).
+  const gone = await vi
+    .waitFor(() => expect(alive(pid)).toBe(false), { timeout: 15_000, interval: 50 })
+    .then(() => true, () => false);
+  if (gone) return;
+  try {
+    process.kill(pid, "SIGKILL");
+  } catch {
+    // It ended meanwhile.
   }
-  process.kill(pid, "SIGKILL");
+}
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
 }
