@@ -8,18 +8,22 @@
  * (CLAIM_BOUND_MS). No server may log MaxListenersExceededWarning (the reconnect leak of issue 22).
  *
  * Scenarios, one after the other on the same servers (then a Cluster with servers of its own):
- *   flush     FLUSHALL / FLUSHDB storms, 50 ms apart;
- *   restart   SIGKILL and restart without persistence, every 1.5 s;
+ *   flush     FLUSHALL / FLUSHDB storms, 50 ms apart, each once Redis answers again after the last;
+ *   restart   SIGKILL and restart without persistence, each once Redis answers again and holds a live tombstone;
  *   evict     maxmemory with each of Redis's eight eviction policies in turn (≥ 125 races under each, and
  *             each policy must really evict — noeviction must really refuse writes);
- *   promote   a replica promoted (REPLICAOF NO ONE) after its link was black-holed, so the old primary's last
- *             writes (tombstones, deletes) never reached it; the servers then reach the promoted node;
- *   network   the connection cut (reset), black-holed, and Redis slower than the servers' timeout, in turns;
+ *   promote   a replica promoted (REPLICAOF NO ONE) after its link was black-holed and the old primary took a
+ *             tombstone since, so its last writes (tombstones, deletes) never reached it; the servers then
+ *             reach the promoted node;
+ *   network   the connection cut (reset), black-holed, and Redis slower than the servers' timeout, in turns: each
+ *             fault from Redis answering again until the servers feel it (a command failed, a release moved);
  *   cluster   a 3-primary Cluster with a replica each: the primary holding a live tombstone fails over
  *             (CLUSTER FAILOVER on its replica), later another shard's by force;
  *   sentinel  a primary, a replica whose link runs through a proxy, one Sentinel (servers connect with
  *             redis+sentinel://): the link is black-holed, Sentinel fails over to the replica that missed the
- *             primary's last writes, later fails back.
+ *             primary's last writes (a tombstone at least), later fails back.
+ * Each fault waits for the state it attacks (Redis answering the servers, a tombstone the replica missed), never
+ * for a guess at how long that takes; those waits give up after EVENT_BOUND, failing the scenario.
  * Lean by design: races run 3 lanes × 14 keys a round, and the faults wait as little as each needs. The aim is
  * ~150 s for the file in CI on 2 cores; on the shared development machine at load average 20–27 (≈ 10
  * processes per core) it took 10–11 min without the Sentinel scenario, 54–157 s per scenario.
@@ -30,10 +34,11 @@ import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { startTestServer, type TestServer } from "@/test/setup/auth";
 import { makeSource } from "@/test/setup/db";
 import { makeApiKey } from "@/test/setup/http";
-import { releaseRaces, type Pair, type Tally } from "@/test/setup/redis-races";
+import { redisLookups, releaseRaces, type Pair, type Tally } from "@/test/setup/redis-races";
 import { redisCmd, startCluster, startRedis, stopAllRedis, waitForReplica, infoField, type RedisProcess } from "@/test/setup/redis";
 import { stopServer, type Server } from "@/test/setup/server";
 import { startTcpProxy, type TcpProxy } from "@/test/setup/tcp-proxy";
+import { timePasses } from "@/test/setup/time";
 
 vi.setConfig({ testTimeout: 300_000 });
 
@@ -60,7 +65,61 @@ let redis: RedisProcess;
 let proxy: TcpProxy;
 let pair: Pair;
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+/**
+ * How long a fault waits for what it needs (Redis answering the pair again, a fault felt, a tombstone): each
+ * comes within a round of races, a few seconds at the slowest on a loaded machine.
+ */
+const EVENT_BOUND = { timeout: 60_000, interval: 100 };
+
+/** The pair's keyward_redis_lookups_total, by result, over both servers. */
+async function lookups(p: Pair): Promise<Record<string, number>> {
+  const both = await Promise.all([redisLookups(p.a, p.metricsToken), redisLookups(p.b, p.metricsToken)]);
+  const out: Record<string, number> = {};
+  for (const m of both) for (const [k, n] of Object.entries(m)) out[k] = (out[k] ?? 0) + n;
+  return out;
+}
+
+type Rose = (result: string) => boolean;
+
+/**
+ * The pair's lookups now, as a wait: it resolves once the lookups since satisfy `happened` (or the races are
+ * over: `done`), and throws `what` after EVENT_BOUND.
+ */
+async function lookupsFromNow(p: Pair): Promise<(done: () => boolean, what: string, happened: (rose: Rose) => boolean) => Promise<void>> {
+  const since = await lookups(p);
+  return (done, what, happened) =>
+    vi.waitFor(async () => {
+      if (done()) return;
+      const now = await lookups(p);
+      if (!happened((result) => (now[result] ?? 0) > (since[result] ?? 0))) throw new Error(`${what}: not within ${EVENT_BOUND.timeout} ms (${JSON.stringify(since)} then ${JSON.stringify(now)})`);
+    }, EVENT_BOUND);
+}
+
+/** Until the pair uses Redis again: entries written, and duplicates answered from Redis, since the call. */
+const untilRedisAnswers = async (p: Pair, done: () => boolean, what: string) =>
+  (await lookupsFromNow(p))(done, `${what}: Redis answering the servers again`, (rose) => rose("write") && rose("hit"));
+
+/**
+ * A primary's live tombstones (Redis's own clock): members of its buckets' meta keys scored in the future, not
+ * +inf (that is the generation).
+ */
+const TOMBSTONES = `local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local out = {}
+for _, meta in ipairs(redis.call('KEYS', '{kw:*}m')) do
+  for _, m in ipairs(redis.call('ZRANGEBYSCORE', meta, now, '(+inf')) do out[#out + 1] = m end
+end
+return out`;
+const tombstonesOn = async (r: RedisProcess) => (await r.cmd("EVAL", TOMBSTONES, 0)) as string[];
+
+/** Until `r` holds a live tombstone that is not in `before` (made since: a release's INVALIDATE ran there). */
+async function untilNewTombstone(r: RedisProcess, before: readonly string[], done: () => boolean, what: string): Promise<void> {
+  const known = new Set(before);
+  await vi.waitFor(async () => {
+    if (done()) return;
+    if (!(await tombstonesOn(r)).some((m) => !known.has(m))) throw new Error(`${what}: no new tombstone on ${r.port} within ${EVENT_BOUND.timeout} ms`);
+  }, EVENT_BOUND);
+}
 
 async function proxyTo(r: RedisProcess): Promise<TcpProxy> {
   const p = await startTcpProxy({ host: "127.0.0.1", port: r.port });
@@ -130,15 +189,16 @@ describe("Redis fault matrix: zero false duplicates over ≥ 1,000 release races
     let flushes = 0;
     const t = await releaseRaces(pair, { races: RACES, ...SHAPE, label: "flush" }, async (done) => {
       while (!done()) {
-        // Storms of five flushes 50 ms apart, then a breath in which entries are written and answered again.
+        // Storms of five flushes 50 ms apart, then a breath until entries are written and answered again.
         for (let i = 0; i < 5 && !done(); i++) {
           await redis.cmd(flushes++ % 2 ? "FLUSHDB" : "FLUSHALL").catch(() => {});
-          await sleep(50);
+          await timePasses(50, "a storm: flushes 50 ms apart, among the entry writes and generations the last one left");
         }
-        await sleep(200);
+        await untilRedisAnswers(pair, done, "flush");
       }
     });
     expectSafe(t, "flush", started);
+    reports.push(`    flushes: ${flushes}`);
     expect(flushes).toBeGreaterThan(5);
   });
 
@@ -147,7 +207,11 @@ describe("Redis fault matrix: zero false duplicates over ≥ 1,000 release races
     let restarts = 0;
     const t = await releaseRaces(pair, { races: RACES, ...SHAPE, label: "restart" }, async (done) => {
       while (!done()) {
-        await sleep(1500);
+        // Each kill takes what the servers keep in Redis: entries they answer from, and a live tombstone.
+        await untilRedisAnswers(pair, done, "restart");
+        await vi.waitFor(async () => {
+          if (!done() && (await tombstonesOn(redis)).length === 0) throw new Error(`restart: no live tombstone within ${EVENT_BOUND.timeout} ms`);
+        }, EVENT_BOUND);
         if (done()) break;
         await redis.kill();
         await redis.restart();
@@ -155,6 +219,7 @@ describe("Redis fault matrix: zero false duplicates over ≥ 1,000 release races
       }
     });
     expectSafe(t, "restart", started);
+    reports.push(`    restarts: ${restarts}`);
     expect(restarts).toBeGreaterThan(0);
   });
 
@@ -183,7 +248,7 @@ describe("Redis fault matrix: zero false duplicates over ≥ 1,000 release races
             const p = junk.pipeline();
             for (let i = 0; i < 50; i++, filler++) p.set(`junk:${filler}`, big, ...((volatileOnly || filler % 2 ? ["EX", 600] : []) as []));
             await p.exec().catch(() => {});
-            await sleep(10);
+            await timePasses(10, "the pressure's rate: 200 KiB of filler every 10 ms, maxmemory over again every 150 ms");
           }
         });
         tallies.push(t);
@@ -209,9 +274,10 @@ describe("Redis fault matrix: zero false duplicates over ≥ 1,000 release races
     let promotions = 0;
     const t = await releaseRaces(pair, { races: RACES, ...SHAPE, label: "promote" }, async (done) => {
       while (!done()) {
-        await sleep(300);
+        await untilRedisAnswers(pair, done, "promote"); // the servers use this primary
         link.setMode("blackhole"); // the replica stops hearing from its primary; releases go on there
-        await sleep(150);
+        // Taken after the cut: a tombstone not among these never reaches the replica.
+        await untilNewTombstone(primary, await tombstonesOn(primary), done, "promote");
         await replica.cmd("REPLICAOF", "NO", "ONE");
         proxy.retarget({ host: "127.0.0.1", port: replica.port }); // the servers now reach the promoted replica
         await primary.stop();
@@ -225,6 +291,7 @@ describe("Redis fault matrix: zero false duplicates over ≥ 1,000 release races
       }
     });
     expectSafe(t, "promote", started);
+    reports.push(`    promotions: ${promotions}`);
     expect(promotions).toBeGreaterThan(0);
   });
 
@@ -234,16 +301,20 @@ describe("Redis fault matrix: zero false duplicates over ≥ 1,000 release races
     let turns = 0;
     const t = await releaseRaces(pair, { races: RACES, ...SHAPE, label: "network" }, async (done) => {
       while (!done()) {
-        await sleep(1000);
+        await untilRedisAnswers(pair, done, `network (before turn ${turns})`);
         const mode = modes[turns++ % modes.length];
+        const felt = await lookupsFromNow(pair);
         if (mode === "slow") proxy.setDelay(TIMEOUT_MS * 3);
         else proxy.setMode(mode);
-        await sleep(mode === "blackhole" ? 400 : 250);
+        // Until the servers feel it: a command failed or timed out (error), or a release could not reach Redis
+        // and moved the namespace (move: a reset connection is not "ready", so nothing is sent to fail).
+        await felt(done, `network ${mode}: felt`, (rose) => rose("error") || rose("move"));
         proxy.setDelay(0);
         proxy.setMode("forward");
       }
     });
     expectSafe(t, "network", started);
+    reports.push(`    network faults: ${turns}`);
     expect(turns).toBeGreaterThanOrEqual(modes.length);
     expect(t.errors).toBeGreaterThan(0);
   });
@@ -260,21 +331,15 @@ describe("Redis fault matrix: zero false duplicates over ≥ 1,000 release races
     const { nodes, url } = await startCluster();
     const cluster = await pairOn(url);
     const byPort = new Map(nodes.map((n) => [n.port, n]));
-    const until = async (what: string, check: () => Promise<boolean>) => {
-      for (const end = Date.now() + 30_000; Date.now() < end; await sleep(50)) if (await check().catch(() => false)) return;
-      throw new Error(`timed out waiting for ${what}`);
-    };
-    /** A command to a node that a loaded machine may answer late: retried until it answers. */
-    const ask = async (n: RedisProcess, ...args: (string | number)[]): Promise<unknown> => {
-      for (let i = 0; ; i++) {
-        try {
-          return await n.cmd(...args);
-        } catch (err) {
-          if (i >= 5) throw err;
-          await sleep(200);
-        }
-      }
-    };
+    const until = (what: string, check: () => Promise<boolean>) =>
+      vi.waitFor(
+        async () => {
+          if (!(await check().catch(() => false))) throw new Error(`timed out waiting for ${what}`);
+        },
+        { timeout: 30_000, interval: 50 },
+      );
+    /** A command to a node that a loaded machine may answer late: asked again until it answers. */
+    const ask = (n: RedisProcess, ...args: (string | number)[]): Promise<unknown> => vi.waitFor(() => n.cmd(...args), { timeout: 30_000, interval: 200 });
     const isPrimary = async (n: RedisProcess) => /role:master/.test(String(await ask(n, "INFO", "replication")));
     /** The primary serving `slot` and its replica (from CLUSTER NODES). */
     const shardOf = async (slot: number): Promise<{ primary: RedisProcess; replica: RedisProcess }> => {
@@ -293,26 +358,26 @@ describe("Redis fault matrix: zero false duplicates over ≥ 1,000 release races
     let tombstoneSlot: number | undefined;
     const t = await releaseRaces(cluster, { races: RACES, ...SHAPE, label: "cluster" }, async (done) => {
       // The shard holding a live tombstone: a bucket's meta key with a member scored in the future but not +inf.
-      while (tombstoneSlot === undefined && !done()) {
-        await sleep(200);
+      await vi.waitFor(async () => {
+        if (done()) return;
         for (const n of nodes) {
           if (!(await isPrimary(n).catch(() => false))) continue;
           for (const meta of (await n.cmd("KEYS", "{kw:*}m").catch(() => [])) as string[]) {
             const tombs = (await n.cmd("ZRANGEBYSCORE", meta, Date.now(), "(+inf").catch(() => [])) as string[]; // same machine: same clock
             if (tombs.length > 0) {
               tombstoneSlot = Number(await ask(n, "CLUSTER", "KEYSLOT", meta));
-              break;
+              return;
             }
           }
-          if (tombstoneSlot !== undefined) break;
         }
-      }
+        throw new Error(`cluster: no live tombstone on any primary within ${EVENT_BOUND.timeout} ms`);
+      }, EVENT_BOUND);
       if (tombstoneSlot === undefined) return;
       const first = await shardOf(tombstoneSlot);
       await ask(first.replica, "CLUSTER", "FAILOVER");
       await until("the manual failover", () => isPrimary(first.replica));
       failovers++;
-      await sleep(1000);
+      await untilRedisAnswers(cluster, done, "cluster (after the manual failover)");
       if (done()) return;
       const other = await shardOf((tombstoneSlot + 8192) % 16384);
       await ask(other.replica, "CLUSTER", "FAILOVER", "FORCE");
@@ -320,6 +385,7 @@ describe("Redis fault matrix: zero false duplicates over ≥ 1,000 release races
       failovers++;
     });
     expectSafe(t, "cluster", started);
+    reports.push(`    failovers: ${failovers}`);
     expect(tombstoneSlot, "no tombstone was found to fail over").toBeDefined();
     expect(failovers).toBeGreaterThan(0);
     noListenerLeak(cluster.a, cluster.b);
@@ -339,46 +405,57 @@ describe("Redis fault matrix: zero false duplicates over ≥ 1,000 release races
     });
     const asked = (...args: string[]) => redisCmd(sentinel.port, ...args);
     const masterPort = async () => Number(((await asked("SENTINEL", "GET-MASTER-ADDR-BY-NAME", "kw")) as string[])[1]);
-    const until = async (what: string, check: () => Promise<boolean>) => {
-      // 90 s: on a loaded 2-core machine one promotion took over 30 s.
-      let last = "";
-      for (const end = Date.now() + 90_000; Date.now() < end; await sleep(100)) {
-        try {
-          if (await check()) return;
-          last = "not yet";
-        } catch (err) {
-          last = (err as Error).message; // Sentinel's refusal (NOGOODSLAVE, INPROG…) says why
-        }
-      }
-      const state = await asked("SENTINEL", "MASTER", "kw").catch((err: Error) => err.message);
-      throw new Error(`timed out waiting for ${what}; last answer: ${last}; Sentinel's view: ${JSON.stringify(state)}`);
+    const view = () => asked("SENTINEL", "MASTER", "kw").catch((err: Error) => err.message);
+    await vi
+      .waitFor(
+        async () => {
+          if (((await asked("SENTINEL", "REPLICAS", "kw")) as unknown[]).length === 0) throw new Error("not yet");
+        },
+        { timeout: 90_000, interval: 100 }, // 90 s: on a loaded 2-core machine one promotion took over 30 s
+      )
+      .catch(async (err: Error) => {
+        throw new Error(`timed out waiting for Sentinel to know the replica; last answer: ${err.message}; Sentinel's view: ${JSON.stringify(await view())}`);
+      });
+    const failoverInProgress = async () => {
+      const fields = (await asked("SENTINEL", "MASTER", "kw")) as string[];
+      return /failover_in_progress/.test(fields[fields.indexOf("flags") + 1] ?? "");
     };
-    await until("Sentinel to know the replica", async () => ((await asked("SENTINEL", "REPLICAS", "kw")) as unknown[]).length > 0);
     // A failover Sentinel accepted may still be aborted (the replica did not report its promotion within the
-    // failover-timeout: a loaded machine), changing nothing: then it is asked again, for up to 3 minutes.
+    // failover-timeout: a loaded machine), changing nothing: whenever Sentinel has no failover in progress and
+    // has not promoted `to`, it is asked again (a refusal, INPROG or NOGOODSLAVE, too), for up to 3 minutes.
     const failOverTo = async (to: RedisProcess) => {
       let last = "";
-      for (const end = Date.now() + 180_000; Date.now() < end; ) {
-        last = await asked("SENTINEL", "FAILOVER", "kw").then(String, (err: Error) => err.message); // INPROG, NOGOODSLAVE: wait, ask again
-        for (const stop = Date.now() + 15_000; Date.now() < stop; await sleep(100)) if ((await masterPort().catch(() => 0)) === to.port) return;
-      }
-      const state = await asked("SENTINEL", "MASTER", "kw").catch((err: Error) => err.message);
-      throw new Error(`Sentinel never promoted ${to.port}; its last answer to FAILOVER: ${last}; its view: ${JSON.stringify(state)}`);
+      await vi
+        .waitFor(
+          async () => {
+            if ((await masterPort()) === to.port) return;
+            if (!(await failoverInProgress())) last = await asked("SENTINEL", "FAILOVER", "kw").then(String, (err: Error) => err.message);
+            throw new Error("not yet");
+          },
+          { timeout: 180_000, interval: 100 },
+        )
+        .catch(async () => {
+          throw new Error(`Sentinel never promoted ${to.port}; its last answer to FAILOVER: ${last}; its view: ${JSON.stringify(await view())}`);
+        });
     };
     const sentinelPair = await pairOn(`redis+sentinel://127.0.0.1:${sentinel.port}/kw`);
     let failovers = 0;
     const t = await releaseRaces(sentinelPair, { races: RACES, ...SHAPE, label: "sentinel" }, async (done) => {
       for (const [from, to] of [[primary, replica], [replica, primary]] as [RedisProcess, RedisProcess][]) {
-        await sleep(1500);
+        await untilRedisAnswers(sentinelPair, done, `sentinel (before the failover to ${to.port})`); // the servers use `from`
         if (done()) return;
-        if (from === primary) link.setMode("blackhole"); // the replica stops hearing from the primary's last writes
-        await sleep(150);
+        if (from === primary) {
+          link.setMode("blackhole"); // the replica stops hearing from the primary's last writes
+          // Taken after the cut: a tombstone not among these never reaches the replica.
+          await untilNewTombstone(from, await tombstonesOn(from), done, "sentinel");
+        }
         await failOverTo(to);
         link.setMode("forward");
         failovers++;
       }
     });
     expectSafe(t, "sentinel", started);
+    reports.push(`    failovers: ${failovers}`);
     expect(failovers).toBeGreaterThan(0);
     noListenerLeak(sentinelPair.a, sentinelPair.b);
   });

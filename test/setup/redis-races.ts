@@ -13,8 +13,10 @@
  * At the end every key of the scenario is checked once more the same way (a late entry write that slipped
  * in after its round would show there).
  */
+import { vi } from "vitest";
 import { call, type HttpResult, type TestServer } from "./auth";
 import { sql, uniq } from "./db";
+import { timePasses } from "./time";
 
 export type Pair = { a: TestServer; b: TestServer; key: string; source: string; metricsToken: string };
 
@@ -38,7 +40,14 @@ export type Tally = {
   retried503: number;
 };
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+/**
+ * How long a request answered 503 is sent again, and how often. A 503 says PostgreSQL had no connection for it
+ * in time: the server's pool was busy (releases hold theirs through INVALIDATE's timeout and a namespace move
+ * while Redis cannot be reached), or PostgreSQL itself had none left (53300: max_connections, shared with every
+ * other test process on the machine). Either ends when connections come free, which the request itself is the
+ * only probe of.
+ */
+const RETRY_503 = { timeout: 30_000, interval: 200 };
 
 /**
  * `call`, sent again once when the connection it went out on was closed under it ("other side closed": a
@@ -57,10 +66,19 @@ async function send(...args: Parameters<typeof call>): Promise<HttpResult> {
 
 type Result = { eventId: string; outcome: string; firstSeenAt?: string; claimToken?: string };
 
+/**
+ * The server's keyward_redis_lookups_total, by result. /metrics reads PostgreSQL too: while that answers 503 (no
+ * connection in time, RETRY_503) it is asked again, so a count is never read as missing.
+ */
 export async function redisLookups(server: TestServer, token: string): Promise<Record<string, number>> {
-  const res = await fetch(`${server.baseUrl}/metrics`, { headers: { authorization: `Bearer ${token}` } });
+  const text = await vi.waitFor(async () => {
+    const res = await fetch(`${server.baseUrl}/metrics`, { headers: { authorization: `Bearer ${token}` } });
+    const body = await res.text();
+    if (res.status !== 200) throw new Error(`${server.baseUrl}/metrics answered ${res.status}: ${body.slice(0, 300)}`);
+    return body;
+  }, RETRY_503);
   const out: Record<string, number> = {};
-  for (const m of (await res.text()).matchAll(/^keyward_redis_lookups_total\{result="(\w+)"\} (\S+)$/gm)) out[m[1]] = Number(m[2]);
+  for (const m of text.matchAll(/^keyward_redis_lookups_total\{result="(\w+)"\} (\S+)$/gm)) out[m[1]] = Number(m[2]);
   return out;
 }
 
@@ -76,40 +94,50 @@ export async function releaseRaces(
   const before = await Promise.all([redisLookups(p.a, p.metricsToken), redisLookups(p.b, p.metricsToken)]);
 
   /**
-   * A batch claim; a 503 (PostgreSQL had no pooled connection in time: an overloaded machine, never Redis) is
-   * retried as a client would, and counted. Each attempt is timed on its own.
+   * A request, sent again while it is answered 503 (RETRY_503: PostgreSQL had no connection for it in time, an
+   * overloaded machine, never Redis), as a client retries; each retry counted. Its last answer otherwise, a 503
+   * included once RETRY_503 is over.
    */
+  const until503Passes = async (attempt: () => Promise<HttpResult>): Promise<HttpResult> => {
+    let last: HttpResult | undefined;
+    let failure: { err: unknown } | undefined;
+    const passed = vi.waitFor(async () => {
+      if (last) tally.retried503++;
+      try {
+        last = await attempt();
+      } catch (err) {
+        failure = { err }; // not a 503: not retried
+        return;
+      }
+      if (last.status === 503) throw new Error(`answered 503: ${last.text.slice(0, 300)}`);
+    }, RETRY_503);
+    await passed.catch(() => {}); // RETRY_503 over: the last answer is the 503
+    if (failure) throw failure.err;
+    if (!last) throw new Error(`${o.label}: no answer within ${RETRY_503.timeout} ms`);
+    return last;
+  };
+  /** A batch claim (503s retried: until503Passes). Each attempt is timed on its own. */
   const claim = async (server: TestServer, ids: string[]): Promise<Result[]> => {
-    for (let attempt = 1; ; attempt++) {
+    const r = await until503Passes(async () => {
       const t0 = performance.now();
-      const r = await send(server.baseUrl, "POST", "/api/v1/claims/batch", {
+      const answer = await send(server.baseUrl, "POST", "/api/v1/claims/batch", {
         key: p.key,
         body: { source: p.source, events: ids.map((eventId) => ({ eventId, eventType: "race" })) },
       });
       const ms = performance.now() - t0;
       tally.claimMs.push(ms);
       tally.slowestClaimMs = Math.max(tally.slowestClaimMs, ms);
-      if (r.status === 503 && attempt < 4) {
-        tally.retried503++;
-        await sleep(100 * attempt);
-        continue;
-      }
-      if (r.status !== 200) throw new Error(`${o.label}: batch claim answered ${r.status}: ${r.text.slice(0, 300)}`);
-      return r.body.results as Result[];
-    }
+      return answer;
+    });
+    if (r.status !== 200) throw new Error(`${o.label}: batch claim answered ${r.status}: ${r.text.slice(0, 300)}`);
+    return r.body.results as Result[];
   };
   /**
-   * A release, retried as a client would after a 503 (its transaction found no pooled connection in time: while
-   * Redis is unreachable every release holds its connection through INVALIDATE's timeout and a namespace move).
+   * A release (503s retried: until503Passes; while Redis is unreachable every release holds its pooled
+   * connection through INVALIDATE's timeout and a namespace move).
    */
-  const release = async (server: TestServer, eventId: string, claimToken?: string) => {
-    for (let attempt = 1; ; attempt++) {
-      const r = await send(server.baseUrl, "POST", "/api/v1/claims/release", { key: p.key, body: { source: p.source, eventId, claimToken } });
-      if (r.status !== 503 || attempt === 4) return r;
-      tally.retried503++;
-      await sleep(100 * attempt);
-    }
-  };
+  const release = (server: TestServer, eventId: string, claimToken?: string) =>
+    until503Passes(() => send(server.baseUrl, "POST", "/api/v1/claims/release", { key: p.key, body: { source: p.source, eventId, claimToken } }));
   const truth = async (ids: string[]) => {
     const rows = await sql<{ event_id: string; received_at: Date }>(
       "SELECT event_id, received_at FROM dedup_keys WHERE source = $1 AND event_id = ANY($2) AND expires_at > now()",
@@ -147,11 +175,12 @@ export async function releaseRaces(
       const tokens = new Map(first.map((r) => [r.eventId, r.claimToken]));
       for (const r of first) if (r.outcome !== "claimed") tally.wrong.push(`${o.label} ${r.eventId}: first claim answered ${r.outcome}`);
       await Promise.all([claim(p.b, ids), claim(p.a, ids)]);
-      // Every other round lets the entries be written first (releases then race Redis's answers); the others
-      // race the entry writes of the duplicates PostgreSQL just answered.
-      if (round % 2 === 0) await sleep(15);
+      // Every other round gives the entry writes a head start (releases then mostly race Redis's answers); the
+      // others race the entry writes of the duplicates PostgreSQL just answered. Either is checked the same way.
+      if (round % 2 === 0) await timePasses(15, "the race's shape: releases 15 ms after the duplicates' answers, not at once");
       const releases = ids.map((id, i) => release(i % 2 ? p.b : p.a, id, tokens.get(id)));
-      const racing = Promise.all([sleep(Math.random() * 3).then(() => claim(p.b, ids)), sleep(Math.random() * 3).then(() => claim(p.a, ids))]);
+      const jitter = () => timePasses(Math.random() * 3, "the race's shape: each racing duplicate 0–3 ms after the releases");
+      const racing = Promise.all([jitter().then(() => claim(p.b, ids)), jitter().then(() => claim(p.a, ids))]);
       racing.catch(() => {}); // awaited below: a failure then fails the lane, not the process meanwhile
       const answered = await Promise.all(releases);
       for (const [i, r] of answered.entries()) {
