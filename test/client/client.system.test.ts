@@ -160,8 +160,9 @@ describe("ambiguous failure: the answer of a committed claim is lost", () => {
       },
     });
     const result = await viaProxy.claim({ source, eventId, eventType: "t", leaseSeconds: 60 });
-    expect(calls).toBe(2);
-    expect(bodies[1]).toBe(bodies[0]); // same attemptId
+    // A retry, or two if the first retry's answer was slower than its timeout: each resends the same attemptId.
+    expect(calls).toBeGreaterThanOrEqual(2);
+    expect(new Set(bodies).size).toBe(1);
     expect(result).toMatchObject({ outcome: "claimed", repeat: true, claimKind: "claimed" });
     // The claim that committed is this one: its token completes it; no duplicate was counted.
     const [row] = await sql<{ claim_token: string; duplicate_count: number }>(

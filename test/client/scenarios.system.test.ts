@@ -188,7 +188,9 @@ describe("issue 25's scenarios (lease 3 s)", () => {
         let runs = 0;
         const { wrapped } = endpoint(client, async (req, info) => (runs++, claims.push(info.claim), Response.json({ ok: id })));
         expect((await send(wrapped, delivery(id))).status).toBe(200);
-        expect([claimCalls, runs]).toEqual([2, 1]);
+        // One run; the retry (a second one if the first retry's answer was slower than 1 s) is the repeat.
+        expect(runs).toBe(1);
+        expect(claimCalls).toBeGreaterThanOrEqual(2);
       }),
     );
     expect(claims.every((c) => c.repeat === true && c.claimKind === "claimed")).toBe(true);
