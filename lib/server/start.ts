@@ -68,6 +68,19 @@ export async function startServer(options: { build?: boolean } = {}): Promise<vo
     process.exit(1);
   }
 
+  // Whatever fails once the database is open (no build to serve, the port taken, Redis refused) ends the process:
+  // the open pool, listener and timers would otherwise keep a server that serves nothing alive.
+  try {
+    await serve(env, database);
+  } catch (err) {
+    console.error(`[keyward] cannot start: ${(err as Error).message}`);
+    await closeDb().catch(() => {});
+    await database.close().catch(() => {});
+    process.exit(1);
+  }
+}
+
+async function serve(env: KeywardEnv, database: DatabaseHandle): Promise<void> {
   shipMigrations(MIGRATIONS_DIR); // what GET /readyz expects applied
   const app = next({ dev: false, dir: ROOT, hostname: env.HOSTNAME, port: env.PORT });
   await app.prepare();
@@ -106,17 +119,10 @@ export async function startServer(options: { build?: boolean } = {}): Promise<vo
       else res.end();
     });
   });
-  try {
-    await new Promise<void>((resolve, reject) => {
-      server.once("error", reject);
-      server.listen(env.PORT, env.HOSTNAME, resolve);
-    });
-  } catch (err) {
-    console.error(`[keyward] cannot listen on ${env.HOSTNAME}:${env.PORT}: ${(err as Error).message}`);
-    await closeDb();
-    await database.close();
-    process.exit(1);
-  }
+  await new Promise<void>((resolve, reject) => {
+    server.once("error", (err) => reject(new Error(`cannot listen on ${env.HOSTNAME}:${env.PORT}: ${err.message}`)));
+    server.listen(env.PORT, env.HOSTNAME, resolve);
+  });
   const address = server.address();
   const port = typeof address === "object" && address ? address.port : env.PORT;
   // PORT=0 lets the kernel choose; what builds this server's own URL later (sign-on redirects, links in
