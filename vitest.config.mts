@@ -1,11 +1,11 @@
 /**
- * The test suite in four tiers, run one after another by `npm test` (CONTRIBUTING.md):
+ * The test suite in four tiers, run by `npm test` (CONTRIBUTING.md): unit, then db, then system and e2e side by side.
  *   unit    *.unit.test.ts    pure code; no database, no service, no child process
  *   db      *.db.test.ts      in-process against PostgreSQL, each file on its own copy of a migrated template
  *   system  *.system.test.ts  spawned servers and CLIs, brokers, Redis, PgBouncer, fault proxies
  *   e2e     *.e2e.test.ts     the console in headless Chromium against a real server
  * `npm run test:<tier>` runs one. A test file's tier is its name's second extension; a file with none runs nowhere,
- * and test/db/conventions.unit.test.ts fails on it.
+ * and test/conventions.unit.test.ts fails on it.
  */
 import path from "node:path";
 import { defineConfig, type TestProjectInlineConfiguration } from "vitest/config";
@@ -19,8 +19,10 @@ function tier(name: (typeof TIERS)[number]): TestProjectInlineConfiguration {
     test: {
       name,
       include: [`test/**/*.${name}.test.ts`],
-      // The tiers run one after another: a browser test never shares the two cores with a fault test's brokers.
-      sequence: { groupOrder: TIERS.indexOf(name) },
+      // unit, then db, then system and e2e together: the first two are CPU-bound (the database's work), the
+      // last two mostly wait (servers starting, leases lapsing, retries, page loads), so they pack well side by
+      // side on the two workers.
+      sequence: { groupOrder: Math.min(TIERS.indexOf(name), 2) },
       globalSetup: [
         ...(database ? ["test/setup/template-db.ts"] : []),
         ...(name === "system" || name === "e2e" ? ["test/setup/build.ts"] : []),
