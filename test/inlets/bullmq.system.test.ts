@@ -28,6 +28,7 @@ import { listAttemptsQuery } from "@/lib/replay/schema";
 import { closeBullmqQueues, replayJobId, sendBullmq } from "@/lib/replay/bullmq-publish";
 import { makeFailingQueue, REDIS_URL, type FailingQueue } from "@/test/setup/bullmq";
 import { eventually } from "@/test/setup/rabbitmq";
+import { reportsAgain } from "@/test/setup/inlets";
 import { timePasses } from "@/test/setup/time";
 
 const ADMIN = cliPrincipal();
@@ -71,18 +72,6 @@ const stored = (source: string, n: number) =>
     const rows = await letters(source);
     return rows.length >= n ? rows : undefined;
   }, `${n} dead letters of ${source}`);
-
-/**
- * Resolves once the inlet reports its lag after this call (the consumer's jobs: the lag report and the pass
- * over the failed set, each every pollMs). After a pause, it says the consumer kept working through it.
- */
-async function reportsAgain(inletId: string): Promise<void> {
-  const [{ at }] = await sql<{ at: string }>("SELECT clock_timestamp()::text AS at");
-  await eventually(async () => {
-    const [i] = await sql<{ later: boolean }>("SELECT lag_checked_at > $2::timestamptz AS later FROM inlets WHERE id = $1", [inletId, at]);
-    return i?.later ? true : undefined;
-  }, "a lag report after the pause");
-}
 
 describe("BullMQ inlet", () => {
   it("takes each job that failed its last attempt: data byte for byte, id, name, reason, attempts, stack trace, times; marks it", async () => {

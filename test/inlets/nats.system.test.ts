@@ -31,6 +31,7 @@ import { makeSource, sql, uniq } from "@/test/setup/db";
 import { makeNatsTopology, NATS_URL, type NatsTopology } from "@/test/setup/nats";
 import { eventually } from "@/test/setup/rabbitmq";
 import { readyForReplay } from "@/test/setup/replay";
+import { reportsAgain } from "@/test/setup/inlets";
 import { timePasses } from "@/test/setup/time";
 
 const ADMIN = cliPrincipal();
@@ -67,18 +68,6 @@ const stored = (source: string, n: number) =>
     const rows = await letters(source);
     return rows.length >= n ? rows : undefined;
   }, `${n} dead letters of ${source}`);
-
-/**
- * Resolves once the inlet reports its lag after this call (the consumer's periodic job, every pollMs). After a
- * pause, it says the consumer kept working through it.
- */
-async function reportsAgain(inletId: string): Promise<void> {
-  const [{ at }] = await sql<{ at: string }>("SELECT clock_timestamp()::text AS at");
-  await eventually(async () => {
-    const [i] = await sql<{ later: boolean }>("SELECT lag_checked_at > $2::timestamptz AS later FROM inlets WHERE id = $1", [inletId, at]);
-    return i?.later ? true : undefined;
-  }, "a lag report after the pause");
-}
 
 describe("NATS JetStream inlet", () => {
   it("takes each message that exhausted its deliveries: bytes, headers, Nats-Msg-Id, deliveries; acks the advisory after the commit", async () => {
