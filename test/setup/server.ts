@@ -68,7 +68,8 @@ export function startKeyward(env: NodeJS.ProcessEnv, spawned: Server[] = [], tim
     const timer = setTimeout(() => reject(new Error(`server did not start within ${timeoutMs} ms:\n${out}`)), timeoutMs);
     const onData = (d: Buffer) => {
       out += d.toString();
-      const serving = /console and API on (http:\/\/\S+)/.exec(out);
+      // The whole line: a chunk may end inside the URL.
+      const serving = /console and API on (http:\/\/\S+)\r?\n/.exec(out);
       if (serving && !s.baseUrl) {
         s.baseUrl = serving[1];
         clearTimeout(timer);
