@@ -1,5 +1,5 @@
 /**
- * The test suite in four tiers, run by `npm test` (CONTRIBUTING.md): unit, then db, then system and e2e side by side.
+ * The test suite in four tiers, run one after another by `npm test` (CONTRIBUTING.md):
  *   unit    *.unit.test.ts    pure code; no database, no service, no child process
  *   db      *.db.test.ts      in-process against PostgreSQL, each file on its own copy of a migrated template
  *   system  *.system.test.ts  spawned servers and CLIs, brokers, Redis, PgBouncer, fault proxies
@@ -19,10 +19,10 @@ function tier(name: (typeof TIERS)[number]): TestProjectInlineConfiguration {
     test: {
       name,
       include: [`test/**/*.${name}.test.ts`],
-      // unit, then db, then system and e2e together: the first two are CPU-bound (the database's work), the
-      // last two mostly wait (servers starting, leases lapsing, retries, page loads), so they pack well side by
-      // side on the two workers.
-      sequence: { groupOrder: Math.min(TIERS.indexOf(name), 2) },
+      // The tiers run one after another: a browser test never shares the two cores with a fault test's brokers.
+      sequence: { groupOrder: TIERS.indexOf(name) },
+      // Which tier a worker serves: reservePort (test/setup/server.ts) gives each tier's workers ports of their own.
+      env: { KEYWARD_TEST_TIER: String(TIERS.indexOf(name)) },
       globalSetup: [
         ...(database ? ["test/setup/template-db.ts"] : []),
         ...(name === "system" || name === "e2e" ? ["test/setup/build.ts"] : []),

@@ -15,17 +15,20 @@ export type Server = { child: ChildProcess; output: () => string; exited: Promis
  * Ports for children that must bind a port chosen beforehand (a PostgreSQL, Redis or PgBouncer of a test's
  * own, a server restarted on the same address). They come from a block of this worker's below the kernel's
  * ephemeral range (32768+), so no port handed out by `listen(0)` or to an outgoing connection can take one
- * between the check and the child's bind; two workers, or two runs (by the parent's PID), use different
- * blocks. A port found bound is skipped. A server that need not keep its port listens on port 0 instead
+ * between the check and the child's bind; two workers, two tiers, or two runs (by the parent's PID), use
+ * different blocks. A port found bound is skipped. A server that need not keep its port listens on port 0 instead
  * (startKeyward with PORT "0" reports the port it got).
  */
 const PORT_BLOCK = 250;
 const PORT_BASE = 16_000;
 let nextOffset = 0;
 export async function reservePort(): Promise<number> {
-  const worker = Number(process.env.VITEST_POOL_ID ?? 1) % 8;
-  const run = process.ppid % 8;
-  const base = PORT_BASE + (run * 8 + worker) * PORT_BLOCK;
+  // 4 runs × 4 tiers × 4 workers = 64 blocks of 250: 16000–31999. Workers of two tiers may overlap in time
+  // (each project numbers its workers from 1), so the tier is part of the block.
+  const worker = Number(process.env.VITEST_POOL_ID ?? 1) % 4;
+  const tier = Number(process.env.KEYWARD_TEST_TIER ?? 0) % 4;
+  const run = process.ppid % 4;
+  const base = PORT_BASE + ((run * 4 + tier) * 4 + worker) * PORT_BLOCK;
   for (let tries = 0; tries < PORT_BLOCK; tries++) {
     const port = base + (nextOffset++ % PORT_BLOCK);
     if (await bindable(port)) return port;
