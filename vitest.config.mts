@@ -29,7 +29,7 @@ function tier(name: (typeof TIERS)[number]): TestProjectInlineConfiguration {
         ...(name === "e2e" ? ["test/setup/chromium-server.ts"] : []),
       ],
       setupFiles: database ? ["test/setup/setup-file.ts"] : [],
-      // Pure code shares one module graph per worker (a third of the tier's time was importing it again per
+      // Pure code shares one module graph per worker (most of the tier's time went to importing it again per
       // file); the other tiers keep a fresh graph per file, since their modules hold pools, caches and timers.
       isolate: database,
     },
