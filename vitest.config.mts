@@ -21,8 +21,6 @@ function tier(name: (typeof TIERS)[number]): TestProjectInlineConfiguration {
       include: [`test/**/*.${name}.test.ts`],
       // The tiers run one after another: a browser test never shares the two cores with a fault test's brokers.
       sequence: { groupOrder: TIERS.indexOf(name) },
-      // Which tier a worker serves: reservePort (test/setup/server.ts) gives each tier's workers ports of their own.
-      env: { KEYWARD_TEST_TIER: String(TIERS.indexOf(name)) },
       globalSetup: [
         ...(database ? ["test/setup/template-db.ts"] : []),
         ...(name === "system" || name === "e2e" ? ["test/setup/build.ts"] : []),

@@ -1,5 +1,6 @@
 /** Spawning the real `keyward start` for end-to-end tests, and stopping it. */
 import { spawn, type ChildProcess } from "node:child_process";
+import { randomInt } from "node:crypto";
 import net from "node:net";
 import path from "node:path";
 import { expect, vi } from "vitest";
@@ -13,27 +14,20 @@ export type Server = { child: ChildProcess; output: () => string; exited: Promis
 
 /**
  * Ports for children that must bind a port chosen beforehand (a PostgreSQL, Redis or PgBouncer of a test's
- * own, a server restarted on the same address). They come from a block of this worker's below the kernel's
+ * own, a server restarted on the same address). They are drawn at random from 16000–31999, below the kernel's
  * ephemeral range (32768+), so no port handed out by `listen(0)` or to an outgoing connection can take one
- * between the check and the child's bind; two workers, two tiers, or two runs (by the parent's PID), use
- * different blocks. A port found bound is skipped. A server that need not keep its port listens on port 0 instead
- * (startKeyward with PORT "0" reports the port it got).
+ * between the check and the child's bind, and two concurrent files (workers are numbered per project and per
+ * process, so no fixed block per worker is safe) meet on one only by a 1-in-16,000 chance. A port found bound
+ * is skipped. A server that need not keep its port listens on port 0 instead (startKeyward with PORT "0").
  */
-const PORT_BLOCK = 250;
-const PORT_BASE = 16_000;
-let nextOffset = 0;
+const PORT_LOW = 16_000;
+const PORT_HIGH = 32_000;
 export async function reservePort(): Promise<number> {
-  // 4 runs × 4 tiers × 4 workers = 64 blocks of 250: 16000–31999. Workers of two tiers may overlap in time
-  // (each project numbers its workers from 1), so the tier is part of the block.
-  const worker = Number(process.env.VITEST_POOL_ID ?? 1) % 4;
-  const tier = Number(process.env.KEYWARD_TEST_TIER ?? 0) % 4;
-  const run = process.ppid % 4;
-  const base = PORT_BASE + ((run * 4 + tier) * 4 + worker) * PORT_BLOCK;
-  for (let tries = 0; tries < PORT_BLOCK; tries++) {
-    const port = base + (nextOffset++ % PORT_BLOCK);
+  for (let tries = 0; tries < 100; tries++) {
+    const port = PORT_LOW + randomInt(PORT_HIGH - PORT_LOW);
     if (await bindable(port)) return port;
   }
-  throw new Error(`no free port in ${base}–${base + PORT_BLOCK - 1}`);
+  throw new Error(`no free port in ${PORT_LOW}–${PORT_HIGH - 1}`);
 }
 
 function bindable(port: number): Promise<boolean> {
